@@ -1,0 +1,10 @@
+//! # vmdump: the host
+//!
+//! Loads compressor plugins through the C ABI of `vmdump-sdk`
+//! ([`plugin`]), applies the host's compression policy ([`codec`]), and runs
+//! the command line ([`cli`]).
+#![deny(unsafe_code)]
+
+pub mod cli;
+pub mod codec;
+pub mod plugin;

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace: one release build of the host and every
+# plugin (the tests load the real .so files), then the whole suite.
+# Usage: scripts/test.sh [extra nextest arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+source scripts/lib/tools.sh
+ensure_test_tools
+
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+cargo build --workspace --release --locked
+if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --workspace --release --locked --no-fail-fast "$@"
+else
+    echo "cargo-nextest not found: running cargo test" >&2
+    cargo test --workspace --release --locked --no-fail-fast "$@"
+fi

@@ -1,0 +1,201 @@
+//! The `#[repr(C)]` mirror of `include/vmdump_plugin.h`, field for field.
+//!
+//! The header is the contract; this file follows it. Compile-time asserts pin
+//! every size and offset on x86_64/aarch64 (LP64), so a drift between the two
+//! is a build error, and the C plugin built by the tests checks the other side.
+#![allow(unsafe_code)]
+
+pub mod client;
+pub mod export;
+pub mod host_api;
+
+use std::ffi::{c_char, c_int, c_void};
+
+/// `VMDUMP_PLUGIN_MAGIC`: "VMDUMPPL" read as a little-endian u64.
+pub const PLUGIN_MAGIC: u64 = u64::from_le_bytes(*b"VMDUMPPL");
+/// `VMDUMP_ABI_MAJOR`.
+pub const ABI_MAJOR: u32 = 1;
+/// `VMDUMP_ABI_MINOR`.
+pub const ABI_MINOR: u32 = 0;
+/// The compressor entry symbol for ABI major 1, NUL-terminated for dlsym.
+pub const COMPRESSOR_ENTRY_V1: &[u8] = b"vmdump_compressor_entry_v1\0";
+/// `VMDUMP_ERROR_MESSAGE_LEN`.
+pub const ERROR_MESSAGE_LEN: usize = 256;
+
+/// `enum vmdump_status` values.
+pub mod status {
+    /// Success.
+    pub const OK: i32 = 0;
+    /// Generic failure.
+    pub const FAILED: i32 = 1;
+    /// Bad parameter at module init.
+    pub const INVALID_PARAM: i32 = 2;
+    /// Output buffer too small.
+    pub const DST_TOO_SMALL: i32 = 3;
+    /// Corrupt compressed input.
+    pub const CORRUPT: i32 = 4;
+    /// A panic was caught at the boundary.
+    pub const PANICKED: i32 = 5;
+    /// Out of memory.
+    pub const NO_MEMORY: i32 = 6;
+}
+
+/// `struct vmdump_error`.
+#[repr(C)]
+pub struct RawError {
+    /// NUL-terminated message.
+    pub message: [c_char; ERROR_MESSAGE_LEN],
+}
+
+/// `struct vmdump_param`.
+#[repr(C)]
+pub struct RawParam {
+    /// NUL-terminated key.
+    pub key: *const c_char,
+    /// NUL-terminated value.
+    pub value: *const c_char,
+}
+
+/// `struct vmdump_params`.
+#[repr(C)]
+pub struct RawParams {
+    /// Array of `count` items.
+    pub items: *const RawParam,
+    /// Number of items.
+    pub count: usize,
+}
+
+/// `vmdump_host_api.log`.
+pub type LogFn = unsafe extern "C" fn(host: *mut c_void, level: c_int, message: *const c_char);
+/// `vmdump_host_api.vmcoreinfo`.
+pub type VmcoreinfoFn =
+    unsafe extern "C" fn(host: *mut c_void, key: *const c_char, buf: *mut c_char, len: usize) -> i64;
+
+/// `struct vmdump_host_api`.
+#[repr(C)]
+pub struct RawHostApi {
+    /// Size of the host's table.
+    pub struct_size: u32,
+    /// The host's ABI minor version.
+    pub abi_minor: u32,
+    /// Opaque host pointer.
+    pub host: *mut c_void,
+    /// Logging callback.
+    pub log: Option<LogFn>,
+    /// VMCOREINFO look-up callback.
+    pub vmcoreinfo: Option<VmcoreinfoFn>,
+}
+
+/// `module_init`.
+pub type ModuleInitFn = unsafe extern "C" fn(
+    params: *const RawParams,
+    host: *const RawHostApi,
+    module: *mut *mut c_void,
+    err: *mut RawError,
+) -> c_int;
+/// `bound`.
+pub type BoundFn = unsafe extern "C" fn(module: *const c_void, src_len: usize) -> usize;
+/// `ctx_init`.
+pub type CtxInitFn =
+    unsafe extern "C" fn(module: *const c_void, ctx: *mut *mut c_void, err: *mut RawError) -> c_int;
+/// `compress` and `decompress`.
+pub type TransformFn = unsafe extern "C" fn(
+    ctx: *mut c_void,
+    src: *const u8,
+    src_len: usize,
+    dst: *mut u8,
+    dst_len: *mut usize,
+    err: *mut RawError,
+) -> c_int;
+/// `reset`.
+pub type ResetFn = unsafe extern "C" fn(ctx: *mut c_void, err: *mut RawError) -> c_int;
+/// `ctx_finalize` and `module_finalize`.
+pub type FinalizeFn = unsafe extern "C" fn(state: *mut c_void);
+
+/// `struct vmdump_compressor_v1`.
+#[repr(C)]
+pub struct CompressorV1 {
+    /// `VMDUMP_PLUGIN_MAGIC`.
+    pub magic: u64,
+    /// ABI major the plugin was built with.
+    pub abi_major: u32,
+    /// ABI minor the plugin was built with.
+    pub abi_minor: u32,
+    /// Size of the plugin's table.
+    pub struct_size: u32,
+    /// No flags in 1.0.
+    pub flags: u32,
+    /// Runtime key, NUL-terminated.
+    pub name: *const c_char,
+    /// Plugin version, NUL-terminated.
+    pub version: *const c_char,
+    /// One-line description or NULL.
+    pub description: *const c_char,
+    /// kdump format code of the output.
+    pub kdump_format: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Required.
+    pub module_init: Option<ModuleInitFn>,
+    /// Required.
+    pub bound: Option<BoundFn>,
+    /// Required.
+    pub ctx_init: Option<CtxInitFn>,
+    /// Required.
+    pub compress: Option<TransformFn>,
+    /// Optional.
+    pub reset: Option<ResetFn>,
+    /// Required.
+    pub decompress: Option<TransformFn>,
+    /// Required.
+    pub ctx_finalize: Option<FinalizeFn>,
+    /// Required.
+    pub module_finalize: Option<FinalizeFn>,
+}
+
+// SAFETY: a table is immutable after construction and its pointers refer to
+// static strings and functions, so sharing it between threads is sound.
+unsafe impl Sync for CompressorV1 {}
+// SAFETY: as above; the host API table is immutable while a plugin can see it
+// and its `host` pointer refers to a `Sync` host object.
+unsafe impl Sync for RawHostApi {}
+// SAFETY: see `Sync` above.
+unsafe impl Send for RawHostApi {}
+
+/// `vmdump_compressor_entry_v1`.
+pub type CompressorEntryV1 =
+    unsafe extern "C" fn(host_abi_major: u32, host_abi_minor: u32) -> *const CompressorV1;
+
+/// Size of the ABI 1.0 compressor table: the least `struct_size` the host accepts.
+pub const COMPRESSOR_V1_0_SIZE: usize = std::mem::size_of::<CompressorV1>();
+
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<RawError>() == 256);
+    assert!(size_of::<RawParam>() == 16);
+    assert!(size_of::<RawParams>() == 16);
+    assert!(size_of::<RawHostApi>() == 32);
+    assert!(offset_of!(RawHostApi, host) == 8);
+    assert!(offset_of!(RawHostApi, log) == 16);
+    assert!(offset_of!(RawHostApi, vmcoreinfo) == 24);
+    assert!(offset_of!(CompressorV1, magic) == 0);
+    assert!(offset_of!(CompressorV1, abi_major) == 8);
+    assert!(offset_of!(CompressorV1, abi_minor) == 12);
+    assert!(offset_of!(CompressorV1, struct_size) == 16);
+    assert!(offset_of!(CompressorV1, flags) == 20);
+    assert!(offset_of!(CompressorV1, name) == 24);
+    assert!(offset_of!(CompressorV1, version) == 32);
+    assert!(offset_of!(CompressorV1, description) == 40);
+    assert!(offset_of!(CompressorV1, kdump_format) == 48);
+    assert!(offset_of!(CompressorV1, reserved) == 52);
+    assert!(offset_of!(CompressorV1, module_init) == 56);
+    assert!(offset_of!(CompressorV1, bound) == 64);
+    assert!(offset_of!(CompressorV1, ctx_init) == 72);
+    assert!(offset_of!(CompressorV1, compress) == 80);
+    assert!(offset_of!(CompressorV1, reset) == 88);
+    assert!(offset_of!(CompressorV1, decompress) == 96);
+    assert!(offset_of!(CompressorV1, ctx_finalize) == 104);
+    assert!(offset_of!(CompressorV1, module_finalize) == 112);
+    assert!(size_of::<CompressorV1>() == 120);
+};

@@ -1,0 +1,54 @@
+//! Helpers shared by the end-to-end tests.
+#![allow(dead_code)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("host/ has a parent").to_path_buf()
+}
+
+/// The directory holding the vmdump binary and, after `cargo build
+/// --workspace`, every plugin `.so` of the workspace.
+pub fn build_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_vmdump")).parent().expect("binary has a directory").to_path_buf()
+}
+
+/// The built `.so` of a workspace plugin, with a clear message when missing.
+pub fn built_plugin(file_name: &str) -> PathBuf {
+    let path = build_dir().join(file_name);
+    assert!(
+        path.is_file(),
+        "{} is missing: build every plugin first (`cargo build --workspace` with the same profile)",
+        path.display()
+    );
+    path
+}
+
+/// A fresh private directory (mode 0755) under the system temp dir.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("vmdump-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod temp dir");
+    dir
+}
+
+/// Compiles `tests/plugins/broken.c` with `-D<flag>` into `dir`, as plugin
+/// `name`, and returns the `.so` path.
+pub fn build_c_plugin(dir: &Path, name: &str, flag: Option<&str>) -> PathBuf {
+    let root = workspace_root();
+    let out = dir.join(format!("lib{}.so", name.replace('-', "_")));
+    let mut cc = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
+    cc.args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-std=c11"])
+        .arg(format!("-I{}", root.join("sdk/include").display()))
+        .arg(format!("-DPLUGIN_NAME=\"{name}\""));
+    if let Some(flag) = flag {
+        cc.arg(format!("-D{flag}"));
+    }
+    let status = cc.arg(root.join("tests/plugins/broken.c")).arg("-o").arg(&out).status().expect("run cc");
+    assert!(status.success(), "cc failed for variant {flag:?}");
+    out
+}
