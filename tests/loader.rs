@@ -27,21 +27,32 @@ fn every_workspace_plugin_passes_the_kit_through_dlopen() {
     for (name, file) in WORKSPACE_PLUGINS {
         let loaded = load_compressor(&built_plugin(file)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(loaded.info.name, name);
-        let report = check_compressor(loaded.plugin, &Params::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let report =
+            check_compressor(loaded.plugin, &Params::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(report.independent_decoder, "{name} must be checked by a reference decoder");
     }
 }
 
 #[test]
 fn vmdump_plugins_lists_the_five_standard_plugins() {
-    let out = Command::new(env!("CARGO_BIN_EXE_vmdump")).arg("plugins").env_remove("VMDUMP_PLUGIN_PATH").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_vmdump"))
+        .arg("plugins")
+        .env_remove("VMDUMP_PLUGIN_PATH")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     for (name, file) in WORKSPACE_PLUGINS {
-        let line = text.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{name} missing:\n{text}"));
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} missing:\n{text}"));
         assert!(line.contains(file) && line.contains("1.0"), "{line}");
     }
-    assert!(text.contains("zstd (0x20)") && text.contains("lzo (0x2)") && text.contains("snappy (0x4)"), "{text}");
+    assert!(
+        text.contains("zstd (0x20)") && text.contains("lzo (0x2)") && text.contains("snappy (0x4)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -70,12 +81,18 @@ fn each_broken_table_gets_its_own_error() {
         other => panic!("{flag}: {other}"),
     };
     assert_eq!(table_error("BROKEN_WRONG_MAGIC"), TableError::BadMagic(0x1234));
-    assert!(matches!(table_error("BROKEN_OTHER_MAJOR"), TableError::AbiMajor { plugin: (2, 0), host: (1, 0) }));
+    assert!(matches!(
+        table_error("BROKEN_OTHER_MAJOR"),
+        TableError::AbiMajor { plugin: (2, 0), host: (1, 0) }
+    ));
     assert!(matches!(table_error("BROKEN_SHORT_TABLE"), TableError::ShortTable { size: 40, .. }));
     assert_eq!(table_error("BROKEN_REFUSES_HOST"), TableError::Refused);
     assert_eq!(table_error("BROKEN_NO_DECOMPRESS"), TableError::MissingCallback("decompress"));
     let message = load_variant("BROKEN_OTHER_MAJOR").to_string();
-    assert!(message.contains("libbroken.so") && message.contains("2.0") && message.contains("host ABI 1.0"), "{message}");
+    assert!(
+        message.contains("libbroken.so") && message.contains("2.0") && message.contains("host ABI 1.0"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -90,7 +107,8 @@ fn a_file_that_is_not_a_shared_object_is_refused() {
 fn a_failing_module_init_is_reported_with_the_plugins_message() {
     let dir = temp_dir("init-fails");
     let plugin = load_compressor(&build_c_plugin(&dir, "initfail", Some("BROKEN_INIT_FAILS"))).unwrap();
-    let err = Codec::new(&plugin, &Params::default(), Arc::new(StderrHost), 4096).err().expect("init must fail");
+    let err =
+        Codec::new(&plugin, &Params::default(), Arc::new(StderrHost), 4096).err().expect("init must fail");
     assert!(err.to_string().contains("hardware accelerator not present"), "{err}");
 }
 
@@ -149,8 +167,34 @@ fn duplicates_are_shadowed_and_reported() {
     build_c_plugin(&other, "store", None);
     let registry = Registry::discover(SearchPath::new(&[dir.clone(), other.clone()], &[], None, None));
     assert_eq!(registry.compressor("store").unwrap().path, first);
-    assert!(registry.skipped.iter().any(|e| matches!(e, LoadError::Shadowed { name, .. } if name == "store")));
+    assert!(
+        registry.skipped.iter().any(|e| matches!(e, LoadError::Shadowed { name, .. } if name == "store"))
+    );
     let missing = registry.compressor("nope").unwrap_err().to_string();
     assert!(missing.contains("found: store") && missing.contains(&dir.display().to_string()), "{missing}");
     let _ = build_dir();
+}
+
+#[test]
+fn the_rust_and_the_c_zlib_plugins_read_each_other() {
+    // The Rust plugin runs on zlib-rs, the C one on the system's zlib: each
+    // decoding the other's pages is a check by a decoder we did not write.
+    let host = Arc::new(StderrHost);
+    let rust = load_compressor(&built_plugin("libvmdump_compress_zlib.so")).unwrap();
+    let c = load_compressor(&built_plugin("libvmdump_c_zlib.so")).unwrap();
+    let (rust, c) = (
+        rust.plugin.init(&Params::default(), host.clone()).unwrap(),
+        c.plugin.init(&Params::default(), host).unwrap(),
+    );
+    for (writer, reader) in [(&rust, &c), (&c, &rust)] {
+        let (mut w, mut r) = (writer.new_context().unwrap(), reader.new_context().unwrap());
+        let mut packed = vec![0; writer.bound(4096)];
+        let mut page = vec![0; 4096];
+        for original in corpus() {
+            let n = w.compress(&original.bytes, &mut packed).unwrap();
+            w.reset().unwrap();
+            assert_eq!(r.decompress(&packed[..n], &mut page).unwrap(), 4096);
+            assert_eq!(page, original.bytes, "{} page", original.kind);
+        }
+    }
 }

@@ -44,7 +44,15 @@ fn list_plugins(plugin_dirs: &[PathBuf], out: &mut impl Write) -> anyhow::Result
     for c in &registry.compressors {
         let abi = format!("{}.{}", c.info.abi.0, c.info.abi.1);
         let format = format!("{} ({:#x})", c.info.format, c.info.format.code());
-        writeln!(out, "{:<12} {:<10} {:<5} {:<8} {}", c.info.name, c.info.version, abi, format, c.path.display())?;
+        writeln!(
+            out,
+            "{:<12} {:<10} {:<5} {:<8} {}",
+            c.info.name,
+            c.info.version,
+            abi,
+            format,
+            c.path.display()
+        )?;
     }
     if !registry.skipped.is_empty() {
         writeln!(out, "\nskipped:")?;

@@ -6,9 +6,9 @@
 //! the rest of the run and keeps the first error for the report (D5): a
 //! plugin failure never loses a page.
 
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use vmdump_sdk::client::{CallError, CompressorContext, CompressorModule, HostServices};
 use vmdump_sdk::{KdumpFormat, Params};

@@ -7,4 +7,7 @@
 
 pub mod cli;
 pub mod codec;
+pub mod output;
 pub mod plugin;
+pub mod pool;
+pub mod profile;

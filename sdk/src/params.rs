@@ -39,10 +39,9 @@ impl Params {
             Some((key, _)) if known.is_empty() => {
                 Err(SdkError::InvalidParam(format!("unknown key `{key}`: this plugin takes no parameters")))
             }
-            Some((key, _)) => Err(SdkError::InvalidParam(format!(
-                "unknown key `{key}` (accepted: {})",
-                known.join(", ")
-            ))),
+            Some((key, _)) => {
+                Err(SdkError::InvalidParam(format!("unknown key `{key}` (accepted: {})", known.join(", "))))
+            }
         }
     }
 
@@ -99,7 +98,9 @@ mod tests {
         let p = Params::new([("level", "3"), ("lvl", "4")]);
         let err = p.accept_only(&["level"]).unwrap_err();
         assert!(err.to_string().contains("`lvl`"), "{err}");
-        assert!(Params::new([("x", "1")]).accept_only(&[]).unwrap_err().to_string().contains("no parameters"));
+        assert!(
+            Params::new([("x", "1")]).accept_only(&[]).unwrap_err().to_string().contains("no parameters")
+        );
     }
 
     #[test]

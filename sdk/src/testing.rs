@@ -138,9 +138,15 @@ pub fn reference_decode(format: KdumpFormat, stream: &[u8]) -> Option<Result<Vec
                     other => Err(format!("zlib stream did not end ({other:?})")),
                 })
         }
-        KdumpFormat::Zstd => zstd::bulk::decompress_to_buffer(stream, &mut out[..]).map_err(|e| e.to_string()),
-        KdumpFormat::Lzo => lzo1x::decompress(stream, &mut out).map(|()| PAGE_SIZE).map_err(|e| format!("{e:?}")),
-        KdumpFormat::Snappy => snap::raw::Decoder::new().decompress(stream, &mut out).map_err(|e| e.to_string()),
+        KdumpFormat::Zstd => {
+            zstd::bulk::decompress_to_buffer(stream, &mut out[..]).map_err(|e| e.to_string())
+        }
+        KdumpFormat::Lzo => {
+            lzo1x::decompress(stream, &mut out).map(|()| PAGE_SIZE).map_err(|e| format!("{e:?}"))
+        }
+        KdumpFormat::Snappy => {
+            snap::raw::Decoder::new().decompress(stream, &mut out).map_err(|e| e.to_string())
+        }
         KdumpFormat::Custom => return None,
     };
     Some(result.map(|n| {
@@ -164,18 +170,31 @@ fn compress_all(module: &CompressorModule, pages: &[Page]) -> Result<Vec<Vec<u8>
         .collect()
 }
 
-fn check_round_trips(module: &CompressorModule, format: KdumpFormat, pages: &[Page], streams: &[Vec<u8>]) -> Result<(), Failure> {
+fn check_round_trips(
+    module: &CompressorModule,
+    format: KdumpFormat,
+    pages: &[Page],
+    streams: &[Vec<u8>],
+) -> Result<(), Failure> {
     let mut ctx = module.new_context().map_err(|e| fail("ctx_init", "", e))?;
     let mut out = vec![0u8; PAGE_SIZE];
     for (page, stream) in pages.iter().zip(streams) {
         let n = ctx.decompress(stream, &mut out).map_err(|e| fail("round trip", page.kind, e))?;
         if n != PAGE_SIZE || out != page.bytes {
-            return Err(fail("round trip", page.kind, format!("own decompress gave {n} bytes that differ from the page")));
+            return Err(fail(
+                "round trip",
+                page.kind,
+                format!("own decompress gave {n} bytes that differ from the page"),
+            ));
         }
         if let Some(decoded) = reference_decode(format, stream) {
             let decoded = decoded.map_err(|e| fail("independent decoder", page.kind, e))?;
             if decoded != page.bytes {
-                return Err(fail("independent decoder", page.kind, format!("{format} reference decoder gave different bytes ({} bytes)", decoded.len())));
+                return Err(fail(
+                    "independent decoder",
+                    page.kind,
+                    format!("{format} reference decoder gave different bytes ({} bytes)", decoded.len()),
+                ));
             }
         }
     }
@@ -184,11 +203,17 @@ fn check_round_trips(module: &CompressorModule, format: KdumpFormat, pages: &[Pa
 
 fn check_bound(module: &CompressorModule, pages: &[Page], streams: &[Vec<u8>]) -> Result<(), Failure> {
     let bound = module.bound(PAGE_SIZE);
-    if bound < PAGE_SIZE || bound > 16 * PAGE_SIZE {
-        return Err(fail("bound", "", format!("bound({PAGE_SIZE}) = {bound}, outside {PAGE_SIZE}..={}", 16 * PAGE_SIZE)));
+    if !(PAGE_SIZE..=16 * PAGE_SIZE).contains(&bound) {
+        return Err(fail(
+            "bound",
+            "",
+            format!("bound({PAGE_SIZE}) = {bound}, outside {PAGE_SIZE}..={}", 16 * PAGE_SIZE),
+        ));
     }
     match pages.iter().zip(streams).find(|(_, s)| s.len() > bound || s.is_empty()) {
-        Some((page, s)) => Err(fail("bound", page.kind, format!("wrote {} bytes, bound is {bound}", s.len()))),
+        Some((page, s)) => {
+            Err(fail("bound", page.kind, format!("wrote {} bytes, bound is {bound}", s.len())))
+        }
         None => Ok(()),
     }
 }
@@ -220,17 +245,20 @@ fn check_threads(module: &CompressorModule, pages: &[Page], streams: &[Vec<u8>])
     })
 }
 
-fn check_corrupt_input(module: &CompressorModule, pages: &[Page], streams: &[Vec<u8>]) -> Result<(), Failure> {
+fn check_corrupt_input(
+    module: &CompressorModule,
+    pages: &[Page],
+    streams: &[Vec<u8>],
+) -> Result<(), Failure> {
     let mut ctx = module.new_context().map_err(|e| fail("ctx_init", "", e))?;
     let mut out = vec![0u8; PAGE_SIZE];
     for (page, stream) in pages.iter().zip(streams) {
         let cut = &stream[..stream.len() / 2];
         // Any answer but "the original page" is acceptable, panics are not
         // (a Rust plugin's panic comes back as a status, never unwinds here).
-        if let Ok(n) = ctx.decompress(cut, &mut out) {
-            if n == PAGE_SIZE && out == page.bytes && cut.len() < stream.len() && stream.len() > 1 {
-                return Err(fail("corrupt input", page.kind, "half a stream decompressed to the whole page"));
-            }
+        let whole = ctx.decompress(cut, &mut out).is_ok_and(|n| n == PAGE_SIZE && out == page.bytes);
+        if whole && stream.len() > 1 {
+            return Err(fail("corrupt input", page.kind, "half a stream decompressed to the whole page"));
         }
         ctx.reset().map_err(|e| fail("reset", page.kind, e))?;
     }
@@ -247,7 +275,11 @@ pub fn check_compressor(plugin: CompressorPlugin, params: &Params) -> Result<Rep
     let mut bogus = params.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect::<Vec<_>>();
     bogus.push(("no-such-key-in-any-plugin".into(), "1".into()));
     if plugin.init(&Params::new(bogus), host.clone()).is_ok() {
-        return Err(fail("unknown parameter", "", "module_init accepted the key `no-such-key-in-any-plugin`"));
+        return Err(fail(
+            "unknown parameter",
+            "",
+            "module_init accepted the key `no-such-key-in-any-plugin`",
+        ));
     }
     let module = plugin.init(params, host).map_err(|e| fail("module_init", "", e))?;
     let pages = corpus();

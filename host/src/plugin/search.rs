@@ -20,8 +20,14 @@ pub struct SearchPath {
 
 impl SearchPath {
     /// Builds the path from its sources, in priority order.
-    pub fn new(cli_dirs: &[PathBuf], profile_dirs: &[PathBuf], env_value: Option<&str>, exe_dir: Option<&Path>) -> Self {
-        let env_dirs = env_value.into_iter().flat_map(|v| v.split(':')).filter(|s| !s.is_empty()).map(PathBuf::from);
+    pub fn new(
+        cli_dirs: &[PathBuf],
+        profile_dirs: &[PathBuf],
+        env_value: Option<&str>,
+        exe_dir: Option<&Path>,
+    ) -> Self {
+        let env_dirs =
+            env_value.into_iter().flat_map(|v| v.split(':')).filter(|s| !s.is_empty()).map(PathBuf::from);
         let mut dirs: Vec<PathBuf> = Vec::new();
         let all = cli_dirs
             .iter()
@@ -91,7 +97,10 @@ fn check_one(path: &Path, what: &str, uid: u32) -> Result<(), LoadError> {
         ));
     }
     if meta.uid() != 0 && meta.uid() != uid {
-        return insecure(format!("the {what} is owned by uid {}, neither root nor this user (uid {uid})", meta.uid()));
+        return insecure(format!(
+            "the {what} is owned by uid {}, neither root nor this user (uid {uid})",
+            meta.uid()
+        ));
     }
     Ok(())
 }

@@ -6,7 +6,6 @@
 //! module_finalize) lends [`CompressorContext`]s (ctx_init .. ctx_finalize),
 //! so the borrow checker guarantees contexts are finalized first.
 
-
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::fmt;
 use std::sync::Arc;
@@ -196,7 +195,10 @@ impl CompressorPlugin {
             return Err(TableError::BadMagic(magic));
         }
         if major != abi::ABI_MAJOR {
-            return Err(TableError::AbiMajor { plugin: (major, minor), host: (abi::ABI_MAJOR, abi::ABI_MINOR) });
+            return Err(TableError::AbiMajor {
+                plugin: (major, minor),
+                host: (abi::ABI_MAJOR, abi::ABI_MINOR),
+            });
         }
         if (size as usize) < abi::COMPRESSOR_V1_0_SIZE {
             return Err(TableError::ShortTable { size, needed: abi::COMPRESSOR_V1_0_SIZE });
@@ -280,7 +282,12 @@ unsafe extern "C" fn host_log(host: *mut c_void, level: c_int, message: *const c
     cell.services.log(&cell.plugin, LogLevel::from_raw(level), &text);
 }
 
-unsafe extern "C" fn host_vmcoreinfo(host: *mut c_void, key: *const c_char, buf: *mut c_char, len: usize) -> i64 {
+unsafe extern "C" fn host_vmcoreinfo(
+    host: *mut c_void,
+    key: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+) -> i64 {
     // SAFETY: `host` is the module's HostCell (see host_log).
     let cell = unsafe { &*host.cast::<HostCell>() };
     let Some(value) = c_text(key).and_then(|k| cell.services.vmcoreinfo(&k)) else { return -1 };
@@ -335,11 +342,13 @@ impl CompressorModule {
             vmcoreinfo: Some(host_vmcoreinfo),
         });
         let to_c = |s: &str| {
-            CString::new(s).map_err(|_| CallError::misbehaved("module_init", format!("parameter `{s}` holds a NUL")))
+            CString::new(s)
+                .map_err(|_| CallError::misbehaved("module_init", format!("parameter `{s}` holds a NUL")))
         };
         let texts: Vec<(CString, CString)> =
             params.iter().map(|(k, v)| Ok((to_c(k)?, to_c(v)?))).collect::<Result<_, CallError>>()?;
-        let items: Vec<RawParam> = texts.iter().map(|(k, v)| RawParam { key: k.as_ptr(), value: v.as_ptr() }).collect();
+        let items: Vec<RawParam> =
+            texts.iter().map(|(k, v)| RawParam { key: k.as_ptr(), value: v.as_ptr() }).collect();
         let raw_params = RawParams { items: items.as_ptr(), count: items.len() };
         let mut module = std::ptr::null_mut();
         let mut err = new_error();

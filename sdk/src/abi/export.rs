@@ -6,7 +6,6 @@
 //! code and text. The trampolines are generic over the factory type and are
 //! monomorphised in the plugin crate; the macro only adds the entry symbol.
 
-
 use std::any::Any;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -61,7 +60,11 @@ pub const fn compressor_table<F: CompressorFactory>(version: &'static CStr) -> E
 
 /// The body of `vmdump_compressor_entry_v1`: the table, or null for a host of
 /// another major version.
-pub fn entry(table: &'static ExportedTable, host_abi_major: u32, _host_abi_minor: u32) -> *const CompressorV1 {
+pub fn entry(
+    table: &'static ExportedTable,
+    host_abi_major: u32,
+    _host_abi_minor: u32,
+) -> *const CompressorV1 {
     if host_abi_major == abi::ABI_MAJOR { table.as_raw() } else { std::ptr::null() }
 }
 
@@ -181,6 +184,9 @@ unsafe extern "C" fn ctx_init<F: CompressorFactory>(
     })
 }
 
+/// A context method with the shape of compress and decompress.
+type ContextOp<C> = fn(&mut C, &[u8], &mut [u8]) -> Result<usize, SdkError>;
+
 /// Shared body of compress and decompress.
 ///
 /// # Safety
@@ -191,7 +197,7 @@ unsafe fn transform<F: CompressorFactory>(
     (src, src_len): (*const u8, usize),
     (dst, dst_len): (*mut u8, *mut usize),
     err: *mut RawError,
-    op: fn(&mut F::Context, &[u8], &mut [u8]) -> Result<usize, SdkError>,
+    op: ContextOp<F::Context>,
 ) -> c_int {
     guarded(err, || {
         // SAFETY: see the function's contract.

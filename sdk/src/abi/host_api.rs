@@ -1,7 +1,6 @@
 //! The services the host offers a plugin (logging, VMCOREINFO look-ups),
 //! seen from the plugin's side.
 
-
 use std::ffi::{CString, c_char, c_int};
 
 use crate::abi::RawHostApi;

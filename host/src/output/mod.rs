@@ -1,0 +1,3 @@
+//! Writing dumps: sinks (plain file, flattened stream) and the kdump writer.
+
+pub mod sink;

@@ -1,0 +1,237 @@
+//! Profiles: the TOML settings of a dump (`config/*.toml`), overridden by the
+//! command line. Parsing checks syntax and ranges only; plugins are resolved
+//! later, when the dump is planned (house style point 14).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The whole profile. Unknown keys are refused, so a typo is an error.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Profile {
+    /// `[dump]`.
+    pub dump: DumpSection,
+    /// `[input]`.
+    pub input: InputSection,
+    /// `[compress]`.
+    pub compress: CompressSection,
+    /// `[plugins]`.
+    pub plugins: PluginsSection,
+}
+
+/// `[dump]`: what to keep and how to write it.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DumpSection {
+    /// Dump level bits (`-d`), 0..=31.
+    pub level: u8,
+    /// Worker threads; 0 = the cores available.
+    pub threads: usize,
+    /// Output format.
+    pub format: OutputFormat,
+}
+
+impl Default for DumpSection {
+    fn default() -> Self {
+        Self { level: 1, threads: 0, format: OutputFormat::Kdump }
+    }
+}
+
+/// The output container.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputFormat {
+    /// kdump-compressed, written at offsets.
+    Kdump,
+    /// kdump-compressed in the flattened stream (for pipes).
+    Flattened,
+}
+
+/// `[input]`: how the vmcore is read.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct InputSection {
+    /// Map the input in windows (with pread fallback); false = pread only.
+    pub mmap: bool,
+    /// Size of one mmap window in MiB (1..=1024).
+    pub window_mib: u32,
+}
+
+impl Default for InputSection {
+    fn default() -> Self {
+        Self { mmap: true, window_mib: 4 }
+    }
+}
+
+/// `[compress]`: the compressor plugin and its parameters.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CompressSection {
+    /// Plugin name, or "none".
+    pub plugin: String,
+    /// Parameters handed to the plugin (values as text).
+    pub params: BTreeMap<String, toml::Value>,
+}
+
+impl Default for CompressSection {
+    fn default() -> Self {
+        Self { plugin: "zstd".into(), params: BTreeMap::from([("level".into(), toml::Value::Integer(1))]) }
+    }
+}
+
+/// `[plugins]`: where else to look for plugins.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PluginsSection {
+    /// Directories searched after `--plugin-dir`.
+    pub dirs: Vec<PathBuf>,
+}
+
+/// A profile that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProfileError {
+    /// The file cannot be read.
+    #[error("cannot read profile {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not valid TOML, or a key the profile does not have.
+    #[error("profile {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A value out of range.
+    #[error("profile {path}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Profile {
+    /// Reads and checks a profile file.
+    ///
+    /// # Errors
+    /// [`ProfileError`] naming the file and the problem.
+    pub fn load(path: &Path) -> Result<Self, ProfileError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ProfileError::Read { path: path.into(), source })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses profile text; `path` only names it in errors.
+    ///
+    /// # Errors
+    /// [`ProfileError::Parse`] or [`ProfileError::Invalid`].
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ProfileError> {
+        let profile: Self = toml::from_str(text)
+            .map_err(|e| ProfileError::Parse { path: path.into(), message: e.to_string() })?;
+        profile.validate().map_err(|message| ProfileError::Invalid { path: path.into(), message })?;
+        Ok(profile)
+    }
+
+    /// Range checks shared by files and command-line overrides.
+    ///
+    /// # Errors
+    /// A message naming the key.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.dump.level > 31 {
+            return Err(format!("dump.level = {} is out of range 0..=31", self.dump.level));
+        }
+        if !(1..=1024).contains(&self.input.window_mib) {
+            return Err(format!("input.window_mib = {} is out of range 1..=1024", self.input.window_mib));
+        }
+        if self.compress.plugin.is_empty() {
+            return Err("compress.plugin is empty (use \"none\" for raw pages)".into());
+        }
+        Ok(())
+    }
+
+    /// The plugin parameters as text pairs.
+    pub fn plugin_params(&self) -> vmdump_sdk::Params {
+        vmdump_sdk::Params::new(self.compress.params.iter().map(|(k, v)| {
+            let text = match v {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                other => format!("{other:?}"),
+            };
+            (k.clone(), text)
+        }))
+    }
+
+    /// Applies `--compress NAME[:LEVEL]`: the plugin, and its level when given
+    /// (other profile parameters are dropped when the plugin changes).
+    ///
+    /// # Errors
+    /// A message when LEVEL is not an integer.
+    pub fn set_compressor(&mut self, spec: &str) -> Result<(), String> {
+        let (name, level) = match spec.split_once(':') {
+            Some((name, level)) => {
+                let level: i64 = level
+                    .parse()
+                    .map_err(|_| format!("--compress {spec}: level `{level}` is not an integer"))?;
+                (name, Some(level))
+            }
+            None => (spec, None),
+        };
+        if name != self.compress.plugin {
+            self.compress.params.clear();
+            self.compress.plugin = name.to_owned();
+        }
+        if let Some(level) = level {
+            self.compress.params.insert("level".into(), toml::Value::Integer(level));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../config")
+    }
+
+    #[test]
+    fn every_shipped_profile_parses() {
+        for name in ["default", "fast", "small"] {
+            let profile = Profile::load(&config_dir().join(format!("{name}.toml"))).unwrap();
+            assert!(profile.dump.level & 1 == 1, "{name}");
+        }
+        let default = Profile::load(&config_dir().join("default.toml")).unwrap();
+        assert_eq!(default, Profile::default(), "config/default.toml and Profile::default() agree");
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_ranges_name_the_key() {
+        let err = Profile::parse("[dump]\nlevle = 3\n", Path::new("p.toml")).unwrap_err().to_string();
+        assert!(err.contains("levle") && err.contains("p.toml"), "{err}");
+        let err = Profile::parse("[dump]\nlevel = 40\n", Path::new("p.toml")).unwrap_err().to_string();
+        assert!(err.contains("dump.level = 40"), "{err}");
+    }
+
+    #[test]
+    fn compress_override_switches_plugin_and_level() {
+        let mut p = Profile::default();
+        p.set_compressor("zlib:6").unwrap();
+        assert_eq!(p.compress.plugin, "zlib");
+        assert_eq!(p.plugin_params().get_str("level"), Some("6"));
+        p.set_compressor("lzo").unwrap();
+        assert!(p.plugin_params().is_empty());
+        assert!(p.set_compressor("zlib:x").is_err());
+    }
+}
