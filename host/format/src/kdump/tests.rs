@@ -1,0 +1,106 @@
+use super::*;
+use crate::elf::{Endian, NT_PRSTATUS, Notes};
+use crate::synth::PRSTATUS_DESC_SIZE;
+
+/// The example of kdump-format.md §1.13: 17 GiB, 8 CPUs, 2959-byte VMCOREINFO last.
+fn worked_example_notes() -> Notes {
+    let e = Endian::Little;
+    let mut bytes = Vec::new();
+    for _ in 0..8 {
+        bytes.extend(crate::synth::image_note(e, b"CORE", NT_PRSTATUS, &[0u8; PRSTATUS_DESC_SIZE]));
+    }
+    let text = vec![b'A'; 2959];
+    bytes.extend(crate::synth::image_note(e, b"VMCOREINFO", 0, &text));
+    assert_eq!(bytes.len(), 5832, "PT_NOTE = 8 x 356 + 12 + 12 + 2960");
+    Notes::from_bytes(bytes, e).unwrap()
+}
+
+#[test]
+fn worked_offset_table_of_section_1_13() {
+    let notes = worked_example_notes();
+    assert_eq!(notes.nr_cpus, 8);
+    let l = Layout::from_notes(0x44_0000, 4096, &notes, 1_000_000).unwrap();
+    assert_eq!(l.offset_note, 4200);
+    assert_eq!(l.offset_note, 0x1068);
+    assert_eq!(l.offset_vmcoreinfo, 7072);
+    assert_eq!(l.offset_vmcoreinfo, 0x1BA0);
+    assert_eq!(l.size_vmcoreinfo, 2959);
+    assert_eq!(l.size_note, 5832);
+    assert_eq!(l.sub_hdr_size, 2);
+    assert_eq!(l.bitmap_len, 557_056);
+    assert_eq!(l.bitmap_len / 4096, 136);
+    assert_eq!(l.bitmap_blocks, 272);
+    assert_eq!(l.bitmap1_offset, 0x3000);
+    assert_eq!(l.bitmap2_offset, 0x8B000);
+    assert_eq!(l.page_desc_offset, 0x113000);
+    assert_eq!(l.page_desc_offset, 1_126_400);
+    assert_eq!(l.data_offset, 25_126_400);
+    // §1.13 prints "25,126,400 = 0x17F6800", but 0x17F6800 is 25,126,912:
+    // the decimal value (0x113000 + 24 * 1,000,000) is the right one.
+    assert_eq!(l.data_offset, 0x17F6600);
+    assert_eq!(l.page_desc_offset_of(2), 0x113000 + 48);
+}
+
+#[test]
+fn layout_edges() {
+    // One pfn still needs one block per bitmap; no notes needs one sub-header block.
+    let l = Layout::new(1, 4096, 0, None, 0).unwrap();
+    assert_eq!((l.sub_hdr_size, l.bitmap_blocks, l.offset_vmcoreinfo), (1, 2, 0));
+    assert_eq!(l.bitmap1_offset, 0x2000);
+    assert_eq!(l.data_offset, 0x4000);
+    // 104 + 3992 = 4096 fits one block exactly; one more byte needs two.
+    assert_eq!(Layout::new(1, 4096, 3992, None, 0).unwrap().sub_hdr_size, 1);
+    assert_eq!(Layout::new(1, 4096, 3993, None, 0).unwrap().sub_hdr_size, 2);
+    assert!(matches!(Layout::new(1, 4000, 0, None, 0), Err(FormatError::BadPageSize(4000))));
+    assert!(Layout::new(1, 4096, 10, Some(8..12), 0).is_err());
+    assert!(matches!(Layout::new(u64::MAX, 4096, 0, None, 0), Err(FormatError::LayoutOverflow(_))));
+}
+
+#[test]
+fn header_fields_at_documented_offsets() {
+    let l = Layout::new(0x1_0000_0001, 4096, 0, None, 0).unwrap();
+    let mut h = l.disk_dump_header(DUMP_DH_COMPRESSED_ZSTD, 4);
+    let info =
+        crate::vmcoreinfo::VmcoreInfo::parse(b"OSRELEASE=6.1.0-57-amd64\nCRASHTIME=1700000123\n").unwrap();
+    h.fill_from_vmcoreinfo(&info);
+    let b = h.encode();
+    assert_eq!(&b[0..8], b"KDUMP   ");
+    assert_eq!(i32::from_le_bytes(b[8..12].try_into().unwrap()), 6);
+    assert_eq!(&b[12..17], b"Linux");
+    assert_eq!(&b[12 + 2 * 65..12 + 2 * 65 + 14], b"6.1.0-57-amd64");
+    assert_eq!(&b[12 + 4 * 65..12 + 4 * 65 + 6], b"x86_64");
+    assert_eq!(i64::from_le_bytes(b[408..416].try_into().unwrap()), 1_700_000_123);
+    assert_eq!(u32::from_le_bytes(b[424..428].try_into().unwrap()), 0x20);
+    assert_eq!(u32::from_le_bytes(b[428..432].try_into().unwrap()), 4096);
+    assert_eq!(u32::from_le_bytes(b[440..444].try_into().unwrap()), u32::MAX, "saturated");
+    assert_eq!(u32::from_le_bytes(b[460..464].try_into().unwrap()), 4);
+    assert_eq!(DiskDumpHeader::decode(&b).unwrap(), h);
+    assert_eq!(h.utsname.get(Utsname::RELEASE), b"6.1.0-57-amd64");
+
+    let sh = l.sub_header(-478_150_656, 31);
+    let sb = sh.encode();
+    assert_eq!(i64::from_le_bytes(sb[0..8].try_into().unwrap()), -478_150_656);
+    assert_eq!(u32::from_le_bytes(sb[8..12].try_into().unwrap()), 31);
+    assert_eq!(u64::from_le_bytes(sb[48..56].try_into().unwrap()), 4096 + 104);
+    assert_eq!(u64::from_le_bytes(sb[96..104].try_into().unwrap()), 0x1_0000_0001);
+    assert_eq!(SubHeader::decode(&sb).unwrap(), sh);
+}
+
+#[test]
+fn page_desc_round_trip_and_short_input() {
+    let d = PageDesc { offset: 0x17F6800, size: 1234, flags: DUMP_DH_COMPRESSED_LZO, page_flags: 0 };
+    let b = d.encode();
+    assert_eq!(&b[8..12], &1234u32.to_le_bytes());
+    assert_eq!(&b[12..16], &2u32.to_le_bytes());
+    assert_eq!(PageDesc::decode(&b).unwrap(), d);
+    assert!(PageDesc::decode(&b[..23]).is_err());
+    assert!(DiskDumpHeader::decode(&[0u8; 463]).is_err());
+    let mut bad =
+        DiskDumpHeader::decode(&Layout::new(1, 4096, 0, None, 0).unwrap().disk_dump_header(0, 1).encode())
+            .unwrap()
+            .encode();
+    bad[0] = b'D';
+    assert!(DiskDumpHeader::decode(&bad).unwrap_err().to_string().contains("signature"));
+    assert!(SubHeader::decode(&[0u8; 103]).is_err());
+    assert_eq!(DUMP_DH_COMPRESSION_MASK, 0x27);
+}
