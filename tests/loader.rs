@@ -198,3 +198,26 @@ fn the_rust_and_the_c_zlib_plugins_read_each_other() {
         }
     }
 }
+
+#[test]
+fn the_c_plugin_of_the_sdk_readme_builds_and_passes_the_kit() {
+    let readme = std::fs::read_to_string(support::workspace_root().join("sdk/README.md")).unwrap();
+    let code = readme.split("```c\n").nth(1).and_then(|rest| rest.split("```").next()).expect("a ```c block");
+    let dir = temp_dir("readme-c");
+    let source = dir.join("mini_zlib.c");
+    std::fs::write(&source, code).unwrap();
+    let so = dir.join("libmini_zlib.so");
+    let include = support::workspace_root().join("sdk/include");
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-I"])
+        .arg(&include)
+        .arg(&source)
+        .args(["-lz", "-o"])
+        .arg(&so)
+        .status()
+        .unwrap();
+    assert!(status.success(), "the README's C plugin does not compile");
+    let loaded = load_compressor(&so).unwrap();
+    assert_eq!(loaded.info.name, "mini-zlib");
+    check_compressor(loaded.plugin, &Params::default()).unwrap();
+}

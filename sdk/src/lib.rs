@@ -63,6 +63,11 @@ mod params;
 pub mod testing;
 
 pub use abi::client;
+
+/// The README's Rust example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;
 pub use abi::host_api::{Host, LogLevel};
 pub use compressor::{Compressor, CompressorFactory};
 pub use error::SdkError;
