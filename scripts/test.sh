@@ -12,6 +12,8 @@ export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 cargo build --workspace --release --locked
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --release --locked --no-fail-fast "$@"
+    # nextest does not run doctests (the SDK README's plugin is one)
+    cargo test --workspace --release --locked --doc
 else
     echo "cargo-nextest not found: running cargo test" >&2
     cargo test --workspace --release --locked --no-fail-fast "$@"
