@@ -74,9 +74,9 @@ fn load_variant(flag: &str) -> LoadError {
 fn each_broken_table_gets_its_own_error() {
     assert!(matches!(load_variant("BROKEN_NO_ENTRY"), LoadError::NotAPlugin { .. }));
     let table_error = |flag| match load_variant(flag) {
-        LoadError::BadTable { source, path } => {
+        LoadError::BadTable { cause, path } => {
             assert!(path.ends_with("libbroken.so"));
-            source
+            cause
         }
         other => panic!("{flag}: {other}"),
     };

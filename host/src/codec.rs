@@ -31,14 +31,14 @@ pub struct Codec {
 #[non_exhaustive]
 pub enum CodecError {
     /// module_init refused the parameters or failed.
-    #[error("plugin `{name}` ({path}): {source}")]
+    #[error("plugin `{name}` ({path}): {cause}")]
     Init {
         /// Plugin name.
         name: String,
         /// Its file.
         path: String,
         /// The plugin's error.
-        source: CallError,
+        cause: CallError,
     },
     /// The plugin's bound cannot hold a compressed page.
     #[error("plugin `{name}`: bound({page_size}) = {bound} is not a usable output size")]
@@ -64,10 +64,10 @@ impl Codec {
         page_size: usize,
     ) -> Result<Self, CodecError> {
         let name = plugin.info.name.clone();
-        let module = plugin.plugin.init(params, host).map_err(|source| CodecError::Init {
+        let module = plugin.plugin.init(params, host).map_err(|cause| CodecError::Init {
             name: name.clone(),
             path: plugin.path.display().to_string(),
-            source,
+            cause,
         })?;
         let bound = module.bound(page_size);
         if bound < page_size || bound > 64 * page_size {

@@ -7,7 +7,10 @@
 
 pub mod cli;
 pub mod codec;
+pub mod dump;
 pub mod output;
+pub mod input;
 pub mod plugin;
 pub mod pool;
 pub mod profile;
+pub mod progress;

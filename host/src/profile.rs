@@ -94,12 +94,12 @@ pub struct PluginsSection {
 #[non_exhaustive]
 pub enum ProfileError {
     /// The file cannot be read.
-    #[error("cannot read profile {path}: {source}")]
+    #[error("cannot read profile {path}: {cause}")]
     Read {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// Not valid TOML, or a key the profile does not have.
     #[error("profile {path}: {message}")]
@@ -126,7 +126,7 @@ impl Profile {
     /// [`ProfileError`] naming the file and the problem.
     pub fn load(path: &Path) -> Result<Self, ProfileError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|source| ProfileError::Read { path: path.into(), source })?;
+            .map_err(|cause| ProfileError::Read { path: path.into(), cause })?;
         Self::parse(&text, path)
     }
 

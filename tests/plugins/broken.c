@@ -13,10 +13,15 @@
  *   BROKEN_OVERSIZE      compress reports more bytes than the buffer holds
  *   BROKEN_FAILS_MIDRUN  compress fails from the third page of a context on
  *   BROKEN_CLAIMS_ZLIB   says its output is zlib but stores raw bytes
+ *   REAL_ZLIB            (combinable) writes real zlib streams with the
+ *                        system zlib, so dumps made with it are readable
  */
 #include <string.h>
 #include <stdio.h>
 #include "vmdump_plugin.h"
+#ifdef REAL_ZLIB
+#include <zlib.h>
+#endif
 
 struct store_ctx { unsigned long pages; };
 static struct store_ctx contexts[64];
@@ -40,7 +45,11 @@ static int store_init(const struct vmdump_params *params, const struct vmdump_ho
 #endif
 }
 
+#ifdef REAL_ZLIB
+static size_t store_bound(const void *module, size_t len) { (void)module; return compressBound(len); }
+#else
 static size_t store_bound(const void *module, size_t len) { (void)module; return len; }
+#endif
 
 static int store_ctx_init(const void *module, void **ctx, struct vmdump_error *err)
 {
@@ -65,6 +74,15 @@ static int store_compress(void *ctx, const uint8_t *src, size_t len, uint8_t *ds
         return VMDUMP_ERR_FAILED;
     }
 #endif
+#ifdef REAL_ZLIB
+    uLongf out = *dst_len;
+    if (compress2(dst, &out, src, len, 1) != Z_OK) {
+        snprintf(err->message, sizeof err->message, "compress2 failed");
+        return VMDUMP_ERR_FAILED;
+    }
+    *dst_len = out;
+    return VMDUMP_OK;
+#endif
     if (*dst_len < len) {
         snprintf(err->message, sizeof err->message, "buffer too small");
         return VMDUMP_ERR_DST_TOO_SMALL;
@@ -82,6 +100,15 @@ __attribute__((unused)) static int store_decompress(void *ctx, const uint8_t *sr
                             struct vmdump_error *err)
 {
     (void)ctx;
+#ifdef REAL_ZLIB
+    uLongf out = *dst_len;
+    if (uncompress(dst, &out, src, len) != Z_OK) {
+        snprintf(err->message, sizeof err->message, "not a zlib stream");
+        return VMDUMP_ERR_CORRUPT;
+    }
+    *dst_len = out;
+    return VMDUMP_OK;
+#endif
     if (*dst_len < len) {
         snprintf(err->message, sizeof err->message, "buffer too small");
         return VMDUMP_ERR_DST_TOO_SMALL;
@@ -114,7 +141,7 @@ __attribute__((unused)) static const struct vmdump_compressor_v1 table = {
     .name = PLUGIN_NAME,
     .version = "0.0.1",
     .description = "test plugin",
-#ifdef BROKEN_CLAIMS_ZLIB
+#if defined(BROKEN_CLAIMS_ZLIB) || defined(REAL_ZLIB)
     .kdump_format = VMDUMP_FORMAT_ZLIB,
 #else
     .kdump_format = VMDUMP_FORMAT_CUSTOM,

@@ -39,16 +39,24 @@ pub fn temp_dir(name: &str) -> PathBuf {
 /// Compiles `tests/plugins/broken.c` with `-D<flag>` into `dir`, as plugin
 /// `name`, and returns the `.so` path.
 pub fn build_c_plugin(dir: &Path, name: &str, flag: Option<&str>) -> PathBuf {
+    build_c_plugin_with(dir, name, flag.as_slice())
+}
+
+/// [`build_c_plugin`] with several `-D` flags.
+pub fn build_c_plugin_with(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
     let root = workspace_root();
     let out = dir.join(format!("lib{}.so", name.replace('-', "_")));
     let mut cc = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
     cc.args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-std=c11"])
         .arg(format!("-I{}", root.join("sdk/include").display()))
         .arg(format!("-DPLUGIN_NAME=\"{name}\""));
-    if let Some(flag) = flag {
+    for flag in flags {
         cc.arg(format!("-D{flag}"));
     }
-    let status = cc.arg(root.join("tests/plugins/broken.c")).arg("-o").arg(&out).status().expect("run cc");
-    assert!(status.success(), "cc failed for variant {flag:?}");
+    let status =
+        cc.arg(root.join("tests/plugins/broken.c")).args(["-lz", "-o"]).arg(&out).status().expect("run cc");
+    assert!(status.success(), "cc failed for variant {flags:?}");
     out
 }
+
+pub mod dumps;

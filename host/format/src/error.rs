@@ -12,15 +12,14 @@ use std::io;
 #[non_exhaustive]
 pub enum FormatError {
     /// The underlying source failed while reading or writing `len` bytes at `offset`.
-    #[error("I/O error on {len:#x} bytes at offset {offset:#x}: {source}")]
+    #[error("I/O error on {len:#x} bytes at offset {offset:#x}: {cause}")]
     Io {
         /// Byte offset of the failed access.
         offset: u64,
         /// Length of the failed access.
         len: u64,
-        /// The I/O error.
-        #[source]
-        source: io::Error,
+        /// The I/O error (in the message, not chained, so it is said once).
+        cause: io::Error,
     },
 
     /// A structure extends beyond the end of the file.
@@ -202,8 +201,8 @@ pub enum FormatError {
 
 impl FormatError {
     /// Wraps an I/O error of an access of `len` bytes at `offset`.
-    pub fn io(offset: u64, len: u64, source: io::Error) -> Self {
-        FormatError::Io { offset, len, source }
+    pub fn io(offset: u64, len: u64, cause: io::Error) -> Self {
+        FormatError::Io { offset, len, cause }
     }
 }
 

@@ -104,6 +104,11 @@ impl<W: Write> FlatWriter<W> {
         self.inner.write_all(data)
     }
 
+    /// The inner writer.
+    pub fn get_ref(&self) -> &W {
+        &self.inner
+    }
+
     /// Writes the end marker and returns the inner writer.
     ///
     /// # Errors

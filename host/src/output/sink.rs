@@ -7,8 +7,10 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 
+use vmdump_format::flat::FlatWriter;
+
 /// A destination for positioned writes.
-pub trait Sink: Send {
+pub trait Sink {
     /// Writes all of `data` at `offset` of the dump.
     ///
     /// # Errors
@@ -42,14 +44,14 @@ pub enum SinkError {
         limit: u64,
     },
     /// Another I/O error.
-    #[error("writing {len} bytes at offset {offset:#x}: {source}")]
+    #[error("writing {len} bytes at offset {offset:#x}: {cause}")]
     Io {
         /// Where.
         offset: u64,
         /// How much.
         len: usize,
         /// The error.
-        source: io::Error,
+        cause: io::Error,
     },
 }
 
@@ -60,11 +62,11 @@ impl SinkError {
     }
 }
 
-fn io_error(offset: u64, len: usize, source: io::Error, written: u64) -> SinkError {
-    if source.raw_os_error() == Some(28) {
+fn io_error(offset: u64, len: usize, cause: io::Error, written: u64) -> SinkError {
+    if cause.raw_os_error() == Some(28) {
         SinkError::NoSpace { written }
     } else {
-        SinkError::Io { offset, len, source }
+        SinkError::Io { offset, len, cause }
     }
 }
 
@@ -101,70 +103,63 @@ impl Sink for FileSink {
     }
 }
 
-/// The flattened format: every positioned write becomes a record.
-pub struct FlattenedSink<W: Write + Send> {
-    out: W,
-    written: u64,
-    started: bool,
+/// The flattened format (kdump-format.md §2.1): every positioned write
+/// becomes a record of `vmdump_format::flat`.
+pub struct FlattenedSink<W: Write> {
+    out: Option<FlatWriter<CountingWriter<W>>>,
+    /// Bytes of the whole stream, once finished.
+    total: u64,
 }
 
-/// Signature at the start of a flattened stream (§2.1), NUL-padded to 16.
-const FLAT_SIGNATURE: &[u8; 16] = b"makedumpfile\0\0\0\0";
-/// Size of the stream header block.
-const FLAT_HEADER_SIZE: usize = 4096;
+/// Counts the bytes that pass through.
+struct CountingWriter<W> {
+    inner: W,
+    count: u64,
+}
 
-impl<W: Write + Send> FlattenedSink<W> {
-    /// A stream into `out` (stdout for a pipe).
-    pub fn new(out: W) -> Self {
-        Self { out, written: 0, started: false }
+impl<W: Write> Write for CountingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.count += n as u64;
+        Ok(n)
     }
 
-    fn put(&mut self, bytes: &[u8]) -> Result<(), SinkError> {
-        self.out.write_all(bytes).map_err(|e| io_error(self.written, bytes.len(), e, self.written))?;
-        self.written += bytes.len() as u64;
-        Ok(())
-    }
-
-    fn start(&mut self) -> Result<(), SinkError> {
-        let mut header = [0u8; FLAT_HEADER_SIZE];
-        header[..16].copy_from_slice(FLAT_SIGNATURE);
-        header[16..24].copy_from_slice(&1i64.to_be_bytes()); // type: flat header
-        header[24..32].copy_from_slice(&1i64.to_be_bytes()); // version
-        self.started = true;
-        self.put(&header)
-    }
-
-    fn record(&mut self, offset: i64, size: i64) -> Result<(), SinkError> {
-        let mut head = [0u8; 16];
-        head[..8].copy_from_slice(&offset.to_be_bytes());
-        head[8..].copy_from_slice(&size.to_be_bytes());
-        self.put(&head)
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
     }
 }
 
-impl<W: Write + Send> Sink for FlattenedSink<W> {
+impl<W: Write> FlattenedSink<W> {
+    /// A stream into `out` (stdout for a pipe); writes the stream header.
+    ///
+    /// # Errors
+    /// The write error of the header.
+    pub fn new(out: W) -> Result<Self, SinkError> {
+        let writer = FlatWriter::new(CountingWriter { inner: out, count: 0 }).map_err(|e| io_error(0, 0, e, 0))?;
+        Ok(Self { out: Some(writer), total: 0 })
+    }
+
+    fn writer(&mut self) -> &mut FlatWriter<CountingWriter<W>> {
+        self.out.as_mut().expect("stream used after finish")
+    }
+}
+
+impl<W: Write> Sink for FlattenedSink<W> {
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), SinkError> {
-        if !self.started {
-            self.start()?;
-        }
-        // A zero-length record would end makedumpfile -R's loop early.
-        if data.is_empty() {
-            return Ok(());
-        }
-        self.record(offset as i64, data.len() as i64)?;
-        self.put(data)
+        let written = self.bytes_written();
+        self.writer().write_at(offset, data).map_err(|e| io_error(offset, data.len(), e, written))
     }
 
     fn finish(&mut self) -> Result<(), SinkError> {
-        if !self.started {
-            self.start()?;
+        let written = self.bytes_written();
+        if let Some(writer) = self.out.take() {
+            self.total = writer.finish().map_err(|e| io_error(written, 0, e, written))?.count;
         }
-        self.record(-1, -1)?;
-        self.out.flush().map_err(|e| io_error(self.written, 0, e, self.written))
+        Ok(())
     }
 
     fn bytes_written(&self) -> u64 {
-        self.written
+        self.out.as_ref().map_or(self.total, |w| w.get_ref().count)
     }
 }
 
@@ -173,17 +168,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn flattened_records_are_big_endian_and_end_with_minus_one() {
-        let mut sink = FlattenedSink::new(Vec::new());
+    fn flattened_records_are_counted_and_rearrange_to_the_plain_bytes() {
+        let mut stream = Vec::new();
+        let mut sink = FlattenedSink::new(&mut stream).unwrap();
         sink.write_at(0x1000, b"abc").unwrap();
         sink.write_at(5, b"").unwrap();
+        sink.write_at(2, b"xy").unwrap();
         sink.finish().unwrap();
-        let out = sink.out;
-        assert_eq!(&out[..12], b"makedumpfile");
-        assert_eq!(out.len(), 4096 + 16 + 3 + 16);
-        assert_eq!(&out[4096..4112], &[0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 3]);
-        assert_eq!(&out[4112..4115], b"abc");
-        assert!(out[4115..].iter().all(|&b| b == 0xff));
+        assert_eq!(sink.bytes_written(), (4096 + 16 + 3 + 16 + 2 + 16) as u64);
+        let mut plain = std::io::Cursor::new(Vec::new());
+        vmdump_format::flat::rearrange(&mut stream.as_slice(), &mut plain).unwrap();
+        let plain = plain.into_inner();
+        assert_eq!((&plain[2..4], &plain[0x1000..]), (&b"xy"[..], &b"abc"[..]));
     }
 
     #[test]

@@ -25,12 +25,12 @@ pub enum LoadError {
         path: PathBuf,
     },
     /// The entry returned a table the host refuses.
-    #[error("{path}: {source} (host ABI {ABI_MAJOR}.{ABI_MINOR})")]
+    #[error("{path}: {cause} (host ABI {ABI_MAJOR}.{ABI_MINOR})")]
     BadTable {
         /// The file.
         path: PathBuf,
         /// What is wrong with the table.
-        source: TableError,
+        cause: TableError,
     },
     /// Another user could change the file or its directory: a dump tool runs
     /// as root and must not load code others can write.

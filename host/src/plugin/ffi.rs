@@ -33,5 +33,5 @@ pub fn open_compressor(path: &Path) -> Result<CompressorPlugin, LoadError> {
     // SAFETY: the table comes from a library that is never unloaded; the
     // entry's contract makes it a static table (or null, which is checked).
     unsafe { CompressorPlugin::from_raw(table) }
-        .map_err(|source| LoadError::BadTable { path: path.to_owned(), source })
+        .map_err(|cause| LoadError::BadTable { path: path.to_owned(), cause })
 }

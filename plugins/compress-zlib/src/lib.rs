@@ -19,9 +19,10 @@
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 use vmdump_sdk::{Compressor, CompressorFactory, Host, KdumpFormat, Params, SdkError};
 
-/// Shared state: the validated level.
+/// Shared state: the validated parameters.
 pub struct Zlib {
     level: u32,
+    window_bits: u8,
 }
 
 /// Per-worker state: a reusable deflate and inflate stream.
@@ -38,15 +39,16 @@ impl CompressorFactory for Zlib {
         c"zlib stream per page (flate2 + zlib-rs), param level 0-9";
 
     fn init(params: &Params, _host: &Host) -> Result<Self, SdkError> {
-        params.accept_only(&["level"])?;
+        params.accept_only(&["level", "window_bits"])?;
         Ok(Zlib {
             level: params.get_in_range("level", 0..=9, 1)? as u32,
+            window_bits: params.get_in_range("window_bits", 9..=15, 15)? as u8,
         })
     }
 
     fn new_context(&self) -> Result<ZlibContext, SdkError> {
         Ok(ZlibContext {
-            deflate: Compress::new(Compression::new(self.level), true),
+            deflate: Compress::new_with_window_bits(Compression::new(self.level), true, self.window_bits),
             inflate: Decompress::new(true),
         })
     }

@@ -1,0 +1,202 @@
+//! `vmdump dump`: the main job.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use vmdump_format::vmcoreinfo::VmcoreInfo;
+use vmdump_sdk::KdumpFormat;
+use vmdump_sdk::LogLevel;
+use vmdump_sdk::client::HostServices;
+
+use super::Outcome;
+use crate::codec::Codec;
+use crate::dump::{DumpConfig, DumpReport, dump};
+use crate::input::{ReadMode, Vmcore};
+use crate::output::sink::{FileSink, FlattenedSink, Sink};
+use crate::plugin::{Registry, SearchPath};
+use crate::profile::{OutputFormat, Profile};
+
+/// Options of `vmdump dump`; each overrides the profile.
+#[derive(Debug, clap::Args)]
+pub struct DumpArgs {
+    /// Profile to start from (TOML, see config/README.md); default: config/default.toml's values.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Dump level: 0 keeps every page, 1 drops zero pages.
+    #[arg(short = 'd', long = "dump-level", value_name = "LEVEL")]
+    pub dump_level: Option<u8>,
+    /// Compressor plugin, with an optional level ("zstd:3", "lzo", "none").
+    #[arg(long, value_name = "NAME[:LEVEL]")]
+    pub compress: Option<String>,
+    /// Compression workers (default: every core available).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Read the input with pread only, never mmap.
+    #[arg(long)]
+    pub no_mmap: bool,
+    /// Size of one mmap window in MiB.
+    #[arg(long, value_name = "MIB")]
+    pub window_mib: Option<u32>,
+    /// Write the flattened format (for pipes; always used when OUTPUT is -).
+    #[arg(short = 'F', long)]
+    pub flattened: bool,
+    /// Overwrite OUTPUT if it exists.
+    #[arg(short = 'f', long)]
+    pub force: bool,
+    /// No progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// The vmcore (ELF), e.g. /proc/vmcore.
+    pub input: PathBuf,
+    /// The dump file, or - for the flattened format on stdout.
+    pub output: PathBuf,
+}
+
+impl DumpArgs {
+    /// The profile with this command line's overrides.
+    fn profile(&self) -> anyhow::Result<Profile> {
+        let mut profile = match &self.profile {
+            Some(path) => Profile::load(path)?,
+            None => Profile::default(),
+        };
+        if let Some(level) = self.dump_level {
+            profile.dump.level = level;
+        }
+        if let Some(spec) = &self.compress {
+            profile.set_compressor(spec).map_err(anyhow::Error::msg)?;
+        }
+        if let Some(threads) = self.threads {
+            profile.dump.threads = threads;
+        }
+        if let Some(mib) = self.window_mib {
+            profile.input.window_mib = mib;
+        }
+        profile.input.mmap &= !self.no_mmap;
+        if self.flattened || self.output == Path::new("-") {
+            profile.dump.format = OutputFormat::Flattened;
+        }
+        profile.validate().map_err(|e| anyhow::anyhow!("command line: {e}"))?;
+        Ok(profile)
+    }
+}
+
+/// Plugin messages go to stderr; VMCOREINFO look-ups are answered from the vmcore.
+struct DumpHost {
+    vmcoreinfo: Option<VmcoreInfo>,
+}
+
+impl HostServices for DumpHost {
+    fn log(&self, plugin: &str, level: LogLevel, message: &str) {
+        eprintln!("vmdump: plugin {plugin}: {}: {message}", format!("{level:?}").to_lowercase());
+    }
+
+    fn vmcoreinfo(&self, key: &str) -> Option<String> {
+        self.vmcoreinfo.as_ref()?.get(key).map(str::to_owned)
+    }
+}
+
+fn open_codec(profile: &Profile, plugin_dirs: &[PathBuf], vmcore: &Vmcore) -> anyhow::Result<Option<Codec>> {
+    if profile.compress.plugin == "none" {
+        return Ok(None);
+    }
+    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
+    let plugin = registry.compressor(&profile.compress.plugin)?;
+    if plugin.info.format == KdumpFormat::Custom {
+        bail!(
+            "plugin `{}` writes a custom page format that crash, libkdumpfile and makedumpfile cannot read; \
+             choose a plugin of a standard format (zlib, lzo, snappy, zstd)",
+            plugin.info.name
+        );
+    }
+    let host = Arc::new(DumpHost { vmcoreinfo: vmcore.vmcoreinfo().cloned() });
+    Ok(Some(Codec::new(plugin, &profile.plugin_params(), host, vmcore.page_size() as usize)?))
+}
+
+/// Creates the output file: mode 0600 (a dump holds secrets), never
+/// replacing an existing file unless forced.
+fn create_output(path: &Path, force: bool) -> anyhow::Result<File> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        bail!("cannot create {}: directory {} does not exist", path.display(), dir.display());
+    }
+    let mut options = OpenOptions::new();
+    options.write(true).mode(0o600);
+    if force {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    options.open(path).with_context(|| {
+        if path.exists() && !force {
+            format!("cannot create {}: it exists (use --force to overwrite)", path.display())
+        } else {
+            format!("cannot create {}", path.display())
+        }
+    })
+}
+
+fn config(profile: &Profile) -> DumpConfig {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    DumpConfig {
+        dump_level: profile.dump.level,
+        threads: if profile.dump.threads == 0 { cores } else { profile.dump.threads },
+        read_mode: if profile.input.mmap {
+            ReadMode::Mmap { window_bytes: profile.input.window_mib as usize * (1 << 20) }
+        } else {
+            ReadMode::Pread
+        },
+        ..DumpConfig::default()
+    }
+}
+
+fn write_dump(
+    args: &DumpArgs,
+    profile: &Profile,
+    vmcore: &Vmcore,
+    codec: Option<&Codec>,
+    config: &DumpConfig,
+) -> anyhow::Result<DumpReport> {
+    if args.output == Path::new("-") {
+        let mut sink = FlattenedSink::new(BufWriter::with_capacity(1 << 20, std::io::stdout().lock()))?;
+        return Ok(dump(vmcore, codec, config, &mut sink)?);
+    }
+    let file = create_output(&args.output, args.force)?;
+    let mut sink: Box<dyn Sink> = match profile.dump.format {
+        OutputFormat::Kdump => Box::new(FileSink::new(file, None)),
+        OutputFormat::Flattened => Box::new(FlattenedSink::new(BufWriter::with_capacity(1 << 20, file))?),
+    };
+    dump(vmcore, codec, config, sink.as_mut()).map_err(|e| {
+        // A half-written file is not a dump: never leave one that looks whole.
+        let removed = std::fs::remove_file(&args.output).is_ok();
+        let note = if removed { " (the partial output was removed)" } else { "" };
+        anyhow::Error::new(e).context(format!("dump to {} failed{note}", args.output.display()))
+    })
+}
+
+/// Runs `vmdump dump`.
+///
+/// # Errors
+/// Any failure, with the file and the reason.
+pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
+    let profile = args.profile()?;
+    crate::dump::check_level(profile.dump.level)?;
+    let vmcore = Vmcore::open(&args.input)?;
+    if vmcore.vmcoreinfo().is_none() {
+        eprintln!(
+            "vmdump: warning: {} has no VMCOREINFO note: the dump is complete, but its header has no \
+             kernel release, crash time or phys_base (crash then needs a vmlinux)",
+            args.input.display()
+        );
+    }
+    let codec = open_codec(&profile, plugin_dirs, &vmcore)?;
+    let mut config = config(&profile);
+    config.progress = !args.no_progress;
+    let report = write_dump(args, &profile, &vmcore, codec.as_ref(), &config)?;
+    let mut err = std::io::stderr().lock();
+    write!(err, "{}{}", report.makedumpfile_text(), report.vmdump_text())?;
+    Ok(if report.is_degraded() { Outcome::Degraded } else { Outcome::Success })
+}

@@ -1,0 +1,57 @@
+//! The command line: `vmdump <command>`. Exit status: 0 success, 1 failure,
+//! 2 usage error, 3 dump complete but degraded (a plugin failed and pages
+//! were stored raw).
+
+mod dump;
+mod plugins;
+mod synth;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// vmdump: crash dumps of Linux kernels, fast and small, with plugins.
+#[derive(Debug, Parser)]
+#[command(name = "vmdump", version, about)]
+pub struct Cli {
+    /// Look for plugins in DIR first (repeatable; before the profile's dirs,
+    /// VMDUMP_PLUGIN_PATH, the executable's directory and /usr/lib/vmdump/plugins).
+    #[arg(long = "plugin-dir", value_name = "DIR", global = true)]
+    pub plugin_dirs: Vec<PathBuf>,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Dump an ELF vmcore (e.g. /proc/vmcore) into a kdump-compressed file.
+    Dump(dump::DumpArgs),
+    /// List every plugin found, and every file skipped with the reason.
+    Plugins,
+    /// Write a synthetic ELF vmcore (sparse on disk) for tests and benchmarks.
+    Synth(synth::SynthArgs),
+}
+
+/// How the command ended, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything as asked.
+    Success,
+    /// The dump is complete but some pages were stored raw (exit status 3).
+    Degraded,
+}
+
+/// Runs the parsed command line.
+///
+/// # Errors
+/// Whatever the command fails with, with context for the user.
+pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    match cli.command {
+        Command::Dump(args) => dump::run(&args, &cli.plugin_dirs),
+        Command::Plugins => plugins::run(&cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success),
+        Command::Synth(args) => synth::run(&args).map(|()| Outcome::Success),
+    }
+}

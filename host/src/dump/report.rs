@@ -1,0 +1,98 @@
+//! What a dump did, and makedumpfile's statistics report (kdump-format.md §7.4).
+
+use std::fmt::Write;
+
+use crate::codec::EncodeStats;
+
+/// The counts of one dump.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DumpReport {
+    /// Dump level used.
+    pub dump_level: u8,
+    /// Pfns covered by the bitmaps (`max_mapnr`).
+    pub max_mapnr: u64,
+    /// RAM pages of the input (1st bitmap).
+    pub ram_pages: u64,
+    /// Pages with a descriptor (2nd bitmap).
+    pub pages_in_file: u64,
+    /// Zero pages pointed at the shared zero page.
+    pub zero_pages: u64,
+    /// Compressed, incompressible and plugin-failed page counts.
+    pub encode: EncodeStats,
+    /// Bytes written to the output.
+    pub bytes_written: u64,
+    /// The compressor plugin, if any.
+    pub compressor: Option<String>,
+    /// The plugin's first failure: the dump is complete, with those pages raw.
+    pub plugin_failure: Option<String>,
+    /// Why mmap was given up for pread, if it was.
+    pub mmap_fallback: Option<String>,
+}
+
+impl DumpReport {
+    /// Whether the dump is complete but some pages were stored raw because
+    /// the plugin failed.
+    pub fn is_degraded(&self) -> bool {
+        self.plugin_failure.is_some()
+    }
+
+    /// Excluded pages, as makedumpfile counts them (zero pages included).
+    pub fn excluded_pages(&self) -> u64 {
+        self.zero_pages + (self.ram_pages - self.pages_in_file)
+    }
+
+    /// makedumpfile's report, line for line (§7.4).
+    pub fn makedumpfile_text(&self) -> String {
+        let mut t = String::new();
+        let original = self.ram_pages;
+        let excluded = self.excluded_pages();
+        let hex = |v: u64| format!("0x{v:016x}");
+        let _ = writeln!(t);
+        let _ = writeln!(t, "Original pages  : {}", hex(original));
+        let _ = writeln!(t, "  Excluded pages   : {}", hex(excluded));
+        for (label, value) in [
+            ("Pages filled with zero  ", self.zero_pages),
+            ("Non-private cache pages ", 0),
+            ("Private cache pages     ", 0),
+            ("User process data pages ", 0),
+            ("Free pages              ", 0),
+            ("Hwpoison pages          ", 0),
+            ("Offline pages           ", 0),
+        ] {
+            let _ = writeln!(t, "    {label}: {}", hex(value));
+        }
+        let _ = writeln!(t, "  Remaining pages  : {}", hex(original - excluded));
+        if original != 0 {
+            let _ = writeln!(t, "  (The number of pages is reduced to {}%.)", (original - excluded) * 100 / original);
+        }
+        let _ = writeln!(t, "Memory Hole     : {}", hex(self.max_mapnr - original));
+        let _ = writeln!(t, "--------------------------------------------------");
+        let _ = writeln!(t, "Total pages     : {}", hex(self.max_mapnr));
+        let _ = writeln!(t, "Write bytes     : {}", self.bytes_written);
+        t
+    }
+
+    /// vmdump's own lines after the report: compression and any degradation.
+    pub fn vmdump_text(&self) -> String {
+        let mut t = String::new();
+        let e = &self.encode;
+        let name = self.compressor.as_deref().unwrap_or("none");
+        let _ = writeln!(
+            t,
+            "Compression     : {name}: {} pages compressed, {} stored raw (incompressible), {} raw (plugin failed)",
+            e.compressed, e.incompressible, e.plugin_failed
+        );
+        if let Some(why) = &self.mmap_fallback {
+            let _ = writeln!(t, "Input           : mmap failed ({why}); read with pread instead");
+        }
+        if let Some(failure) = &self.plugin_failure {
+            let _ = writeln!(
+                t,
+                "WARNING: plugin {name} failed ({failure}); it was disabled and {} pages were stored raw. \
+                 The dump is complete.",
+                e.plugin_failed
+            );
+        }
+        t
+    }
+}

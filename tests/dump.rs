@@ -1,0 +1,202 @@
+//! The dump engine end to end on synthetic vmcores the tests make: every
+//! page read back by libkdumpfile, byte-identical output for any thread
+//! count and read mode, the flattened stream, and bad input.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use support::dumps::{dump_counts, libkdumpfile_compare, vmdump, vmdump_ok};
+use support::{build_c_plugin_with, temp_dir};
+use vmdump_format::synth::{self, SynthSpec, SynthSummary};
+
+/// A 64 MiB synthetic vmcore with holes, an overlapping kernel-text
+/// segment, a segment ending mid-page and 40 % data pages.
+fn synthetic(dir: &Path, spec: SynthSpec) -> (PathBuf, SynthSummary) {
+    let path = dir.join("vmcore");
+    let summary = synth::write(&spec, &path).expect("write synthetic vmcore");
+    (path, summary)
+}
+
+fn quirky_spec() -> SynthSpec {
+    SynthSpec { ram_bytes: 64 << 20, partial_tail: true, phoff_gap: true, ..SynthSpec::default() }
+}
+
+#[test]
+fn every_compressor_round_trips_through_libkdumpfile() {
+    let dir = temp_dir("dump-codecs");
+    let (vmcore, summary) = synthetic(&dir, quirky_spec());
+    for (codec, flag) in [("zlib", 0x1), ("zstd", 0x20), ("lzo", 0x2), ("snappy", 0x4), ("c-zlib", 0x1), ("none", 0)] {
+        let out = dir.join(format!("{codec}.kdump"));
+        vmdump_ok([OsArg::from("dump"), "--compress".into(), codec.into(), vmcore.as_path().into(), out.as_path().into()]);
+        let counts = dump_counts(&out);
+        assert_eq!(counts.status, flag, "{codec}: header compression flag");
+        assert_eq!(counts.pages_in_file, summary.ram_pages, "{codec}");
+        assert_eq!(counts.zero_pages, summary.zero_pages, "{codec}: zero pages share one page");
+        let read = libkdumpfile_compare(&out, &vmcore);
+        assert_eq!((read.equal, read.different, read.missing), (read.compared, 0, 0), "{codec}: {}", read.raw);
+        assert_eq!(read.compared, summary.ram_pages, "{codec}");
+    }
+}
+
+/// Command-line arguments of mixed types.
+struct OsArg(std::ffi::OsString);
+
+impl From<&str> for OsArg {
+    fn from(s: &str) -> Self {
+        Self(s.into())
+    }
+}
+
+impl From<&Path> for OsArg {
+    fn from(p: &Path) -> Self {
+        Self(p.into())
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for OsArg {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        &self.0
+    }
+}
+
+fn dump_with(vmcore: &Path, out: &Path, extra: &[&str]) -> Vec<u8> {
+    let mut args: Vec<OsArg> = vec!["dump".into()];
+    args.extend(extra.iter().map(|&a| OsArg::from(a)));
+    args.extend([vmcore.into(), out.into()]);
+    vmdump_ok(args);
+    std::fs::read(out).expect("read dump")
+}
+
+#[test]
+fn output_is_identical_for_any_thread_count_and_read_mode() {
+    let dir = temp_dir("dump-identical");
+    let (vmcore, _) = synthetic(&dir, quirky_spec());
+    let reference = dump_with(&vmcore, &dir.join("ref"), &["--threads", "1", "--compress", "zstd"]);
+    let variants: [&[&str]; 5] = [
+        &["--threads", "2"],
+        &["--threads", "4"],
+        &["--threads", "1", "--no-mmap"],
+        &["--threads", "4", "--no-mmap"],
+        &["--threads", "3", "--window-mib", "1"],
+    ];
+    for (i, extra) in variants.iter().enumerate() {
+        let args = [*extra, &["--compress", "zstd"]].concat();
+        let got = dump_with(&vmcore, &dir.join(format!("v{i}")), &args);
+        assert!(got == reference, "{extra:?} gave other bytes than --threads 1");
+    }
+}
+
+#[test]
+fn flattened_output_rearranges_to_the_plain_file() {
+    let dir = temp_dir("dump-flat");
+    let (vmcore, _) = synthetic(&dir, quirky_spec());
+    let plain = dump_with(&vmcore, &dir.join("plain"), &["--compress", "lzo"]);
+    let flat = dump_with(&vmcore, &dir.join("flat"), &["--compress", "lzo", "-F"]);
+    let mut ours = std::io::Cursor::new(Vec::new());
+    vmdump_format::flat::rearrange(&mut flat.as_slice(), &mut ours).unwrap();
+    assert!(ours.into_inner() == plain, "vmdump_format::flat::rearrange differs from the plain file");
+    let theirs = dir.join("rearranged");
+    let status = Command::new("makedumpfile")
+        .arg("-R")
+        .arg(&theirs)
+        .stdin(std::fs::File::open(dir.join("flat")).unwrap())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("makedumpfile (scripts/test.sh installs it)");
+    assert!(status.success());
+    assert!(std::fs::read(&theirs).unwrap() == plain, "makedumpfile -R differs from the plain file");
+    let piped = Command::new(env!("CARGO_BIN_EXE_vmdump"))
+        .arg("--plugin-dir")
+        .arg(support::build_dir())
+        .args(["dump", "--compress", "lzo"])
+        .arg(&vmcore)
+        .arg("-")
+        .output()
+        .unwrap();
+    assert!(piped.status.success() && piped.stdout == flat, "`-` must write the same flattened stream");
+}
+
+fn expect_failure(args: &[OsArg], words: &[&str]) -> String {
+    let out = vmdump(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    for word in words {
+        assert!(stderr.contains(word), "`{word}` not in:\n{stderr}");
+    }
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_leaves_no_dump() {
+    let dir = temp_dir("dump-bad");
+    let (vmcore, _) = synthetic(&dir, quirky_spec());
+    let bytes = std::fs::read(&vmcore).unwrap();
+    let out = dir.join("out");
+    let cases: [(&str, Vec<u8>, &[&str]); 3] = [
+        ("truncated-headers", bytes[..100].to_vec(), &["truncated"]),
+        ("corrupt-magic", [b"\x7fELG".as_slice(), &bytes[4..]].concat(), &["magic"]),
+        ("load-beyond-eof", bytes[..bytes.len() / 2].to_vec(), &["beyond end of file", "program header"]),
+    ];
+    for (name, content, words) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, content).unwrap();
+        let stderr = expect_failure(&["dump".into(), path.as_path().into(), out.as_path().into()], words);
+        assert!(stderr.contains(name), "the error names the file: {stderr}");
+        assert!(!out.exists(), "{name}: no output may be left behind");
+    }
+    let missing_dir = dir.join("no/such/dir/out");
+    expect_failure(&["dump".into(), vmcore.as_path().into(), missing_dir.as_path().into()], &["does not exist"]);
+}
+
+#[test]
+fn an_existing_output_is_kept_unless_forced_and_dumps_are_private() {
+    let dir = temp_dir("dump-force");
+    let (vmcore, _) = synthetic(&dir, SynthSpec { ram_bytes: 8 << 20, ..SynthSpec::default() });
+    let out = dir.join("out");
+    std::fs::write(&out, b"precious").unwrap();
+    expect_failure(&["dump".into(), vmcore.as_path().into(), out.as_path().into()], &["exists", "--force"]);
+    assert_eq!(std::fs::read(&out).unwrap(), b"precious");
+    std::fs::remove_file(&out).unwrap();
+    dump_with(&vmcore, &out, &[]);
+    assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o600);
+    dump_with(&vmcore, &out, &["--force", "--compress", "snappy"]);
+}
+
+#[test]
+fn a_vmcore_without_vmcoreinfo_still_dumps_completely() {
+    let dir = temp_dir("dump-novmcoreinfo");
+    let spec = SynthSpec { with_vmcoreinfo: false, ..quirky_spec() };
+    let (vmcore, summary) = synthetic(&dir, spec);
+    let out = dir.join("out");
+    let stderr = vmdump_ok([OsArg::from("dump"), vmcore.as_path().into(), out.as_path().into()]);
+    assert!(stderr.contains("no VMCOREINFO"), "{stderr}");
+    assert_eq!(dump_counts(&out).pages_in_file, summary.ram_pages);
+}
+
+#[test]
+fn a_plugin_failing_mid_run_gives_a_complete_dump_with_raw_pages() {
+    let dir = temp_dir("dump-midrun");
+    let plugins = temp_dir("dump-midrun-plugins");
+    build_c_plugin_with(&plugins, "flaky-zlib", &["REAL_ZLIB", "BROKEN_FAILS_MIDRUN"]);
+    let (vmcore, summary) = synthetic(&dir, quirky_spec());
+    let out = dir.join("out");
+    let result = vmdump([
+        OsArg::from("--plugin-dir"),
+        plugins.as_path().into(),
+        "dump".into(),
+        "--compress".into(),
+        "flaky-zlib".into(),
+        vmcore.as_path().into(),
+        out.as_path().into(),
+    ]);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(3), "degraded exit status: {stderr}");
+    assert!(stderr.contains("device timeout on page 3") && stderr.contains("stored raw"), "{stderr}");
+    assert_eq!(dump_counts(&out).pages_in_file, summary.ram_pages);
+    let read = libkdumpfile_compare(&out, &vmcore);
+    assert_eq!((read.equal, read.different, read.missing), (read.compared, 0, 0), "{}", read.raw);
+}

@@ -1,0 +1,177 @@
+//! Running vmdump and judging its dumps with readers we did not write.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use vmdump_format::kdump::{DiskDumpHeader, PAGE_DESC_SIZE, PageDesc, SubHeader};
+
+use super::{build_dir, workspace_root};
+
+/// Runs the vmdump binary with the workspace's plugins on the path.
+pub fn vmdump<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Command::new(env!("CARGO_BIN_EXE_vmdump"))
+        .arg("--plugin-dir")
+        .arg(build_dir())
+        .args(args)
+        .env_remove("VMDUMP_PLUGIN_PATH")
+        .output()
+        .expect("run vmdump")
+}
+
+/// Runs vmdump and asserts success; returns stderr (the report).
+pub fn vmdump_ok<I, S>(args: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let out = vmdump(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "vmdump failed ({}):\n{stderr}", out.status);
+    stderr
+}
+
+/// What libkdumpfile read back, compared with the ELF.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Comparison {
+    /// RAM pages of the ELF below the dump's max_pfn.
+    pub compared: u64,
+    /// Pages read back equal.
+    pub equal: u64,
+    /// Pages read back different.
+    pub different: u64,
+    /// Pages the dump does not have.
+    pub missing: u64,
+    /// The script's whole output.
+    pub raw: String,
+}
+
+fn json_number(text: &str, key: &str) -> u64 {
+    let at = text.find(&format!("\"{key}\": ")).unwrap_or_else(|| panic!("no {key} in {text}"));
+    let rest = &text[at + key.len() + 4..];
+    rest[..rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len())].parse().expect("a number")
+}
+
+/// Reads every RAM page of `elf` back from `dump` with python3-libkdumpfile.
+pub fn libkdumpfile_compare(dump: &Path, elf: &Path) -> Comparison {
+    let script = workspace_root().join("tests/py/compare_dump.py");
+    let out = Command::new("/usr/bin/python3")
+        .arg(script)
+        .arg(dump)
+        .arg(elf)
+        .arg("--excluded-ok")
+        .output()
+        .expect("run /usr/bin/python3");
+    let raw = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        raw.contains("\"equal\""),
+        "compare_dump.py failed (python3-libkdumpfile missing? scripts/test.sh installs it): {stderr}"
+    );
+    Comparison {
+        compared: json_number(&raw, "compared"),
+        equal: json_number(&raw, "equal"),
+        different: json_number(&raw, "different"),
+        missing: json_number(&raw, "missing"),
+        raw,
+    }
+}
+
+/// Counts read from a dump's own structures, independently of vmdump's report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DumpCounts {
+    /// max_mapnr of the sub header.
+    pub max_mapnr: u64,
+    /// Set bits of the 1st bitmap (RAM).
+    pub ram_pages: u64,
+    /// Set bits of the 2nd bitmap (pages in the file).
+    pub pages_in_file: u64,
+    /// Descriptors pointing at the shared zero page.
+    pub zero_pages: u64,
+    /// Header status word.
+    pub status: u32,
+}
+
+fn popcount(bytes: &[u8]) -> u64 {
+    bytes.iter().map(|b| u64::from(b.count_ones())).sum()
+}
+
+/// Reads the header, both bitmaps and every descriptor of a plain dump.
+pub fn dump_counts(path: &Path) -> DumpCounts {
+    let bytes = std::fs::read(path).expect("read dump");
+    let header = DiskDumpHeader::decode(&bytes).expect("header");
+    let bs = header.block_size as usize;
+    let sub = SubHeader::decode(&bytes[bs..]).expect("sub header");
+    let bitmap_len = header.bitmap_blocks as usize / 2 * bs;
+    let bitmap1 = (1 + header.sub_hdr_size as usize) * bs;
+    let bitmap2 = bitmap1 + bitmap_len;
+    let pages_in_file = popcount(&bytes[bitmap2..bitmap2 + bitmap_len]);
+    let descs = bitmap2 + bitmap_len;
+    let data = descs + pages_in_file as usize * PAGE_DESC_SIZE;
+    let zero_pages = (0..pages_in_file as usize)
+        .map(|i| PageDesc::decode(&bytes[descs + i * PAGE_DESC_SIZE..]).expect("descriptor"))
+        .filter(|d| d.offset == data as u64)
+        .count() as u64;
+    DumpCounts {
+        max_mapnr: sub.max_mapnr_64,
+        ram_pages: popcount(&bytes[bitmap1..bitmap1 + bitmap_len]),
+        pages_in_file,
+        zero_pages,
+        status: header.status,
+    }
+}
+
+/// The decompressed real vmcores and makedumpfile's expected output.
+pub struct Fixture {
+    /// `vmcore-S` or `vmcore-SK`.
+    pub name: &'static str,
+    /// The ELF vmcore.
+    pub elf: PathBuf,
+    /// `expected/` of the shared fixtures.
+    pub expected: PathBuf,
+}
+
+impl Fixture {
+    /// An expected file, e.g. `d1.report.txt` or `dmesg.txt`.
+    pub fn expected_file(&self, suffix: &str) -> PathBuf {
+        self.expected.join(format!("{}.{suffix}", self.name))
+    }
+
+    /// A value of makedumpfile's report line `label` (hex), e.g. "Pages filled with zero".
+    pub fn expected_count(&self, level: u8, label: &str) -> u64 {
+        let path = self.expected_file(&format!("d{level}.report.txt"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let line = text.lines().find(|l| l.trim_start().starts_with(label)).expect("label in report");
+        let value = line.rsplit("0x").next().expect("hex value");
+        u64::from_str_radix(value.trim(), 16).expect("hex")
+    }
+}
+
+/// The fixtures, or `None` after saying clearly why they are not there.
+/// `scripts/test.sh` decompresses `../shared/fixtures/*.zst` and sets
+/// `VMDUMP_FIXTURE_DIR` (the ELF files) and `VMDUMP_FIXTURES` (the shared folder).
+pub fn fixtures() -> Option<Vec<Fixture>> {
+    let shared = std::env::var_os("VMDUMP_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("../shared/fixtures"));
+    let Some(dir) = std::env::var_os("VMDUMP_FIXTURE_DIR").map(PathBuf::from) else {
+        eprintln!(
+            "fixtures not found: VMDUMP_FIXTURE_DIR is not set (scripts/test.sh sets it when {} exists); \
+             the tests on the real vmcores did NOT run",
+            shared.display()
+        );
+        return None;
+    };
+    let list: Vec<Fixture> = ["vmcore-S", "vmcore-SK"]
+        .into_iter()
+        .map(|name| Fixture { name, elf: dir.join(name), expected: shared.join("expected") })
+        .collect();
+    for f in &list {
+        assert!(f.elf.is_file(), "VMDUMP_FIXTURE_DIR is set but {} is missing", f.elf.display());
+    }
+    Some(list)
+}
