@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 source scripts/lib/tools.sh
 ensure_test_tools
+prepare_fixtures
 
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 cargo build --workspace --release --locked

@@ -24,5 +24,36 @@ apt_ensure() {
 }
 
 ensure_test_tools() {
-    apt_ensure cc:gcc zstd:zstd
+    apt_ensure cc:gcc zstd:zstd makedumpfile:makedumpfile py:kdumpfile:python3-libkdumpfile
+}
+
+# Decompresses the real vmcores of ../shared/fixtures into target/fixtures
+# (once; checked against the sha256 in the fixtures README) and exports
+# VMDUMP_FIXTURES and VMDUMP_FIXTURE_DIR for the tests. Without the shared
+# folder, says so: the tests on the real vmcores then report that they did
+# not run.
+prepare_fixtures() {
+    local shared
+    shared=$(cd .. && pwd)/shared/fixtures
+    if [[ ! -d $shared ]]; then
+        echo "NOTE: $shared not found: the tests on the real vmcores will not run" >&2
+        return 0
+    fi
+    mkdir -p target/fixtures
+    local name
+    for name in vmcore-S vmcore-SK; do
+        if [[ ! -f target/fixtures/$name ]]; then
+            echo "decompressing $name" >&2
+            zstd -q -d -f "$shared/$name.zst" -o "target/fixtures/$name.tmp"
+            local want got
+            want=$(grep -F "$name.zst" "$shared/README.md" | grep -oE '[0-9a-f]{64}' | head -n1)
+            got=$(sha256sum "target/fixtures/$name.tmp" | cut -d' ' -f1)
+            if [[ -n $want && $want != "$got" ]]; then
+                echo "error: $name decompressed to sha256 $got, the fixtures README says $want" >&2
+                return 1
+            fi
+            mv "target/fixtures/$name.tmp" "target/fixtures/$name"
+        fi
+    done
+    export VMDUMP_FIXTURES=$shared VMDUMP_FIXTURE_DIR=$PWD/target/fixtures
 }

@@ -159,6 +159,11 @@ pub fn fixtures() -> Option<Vec<Fixture>> {
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("../shared/fixtures"));
     let Some(dir) = std::env::var_os("VMDUMP_FIXTURE_DIR").map(PathBuf::from) else {
+        assert!(
+            !shared.is_dir(),
+            "{} exists but VMDUMP_FIXTURE_DIR is not set: run scripts/test.sh, which decompresses the vmcores",
+            shared.display()
+        );
         eprintln!(
             "fixtures not found: VMDUMP_FIXTURE_DIR is not set (scripts/test.sh sets it when {} exists); \
              the tests on the real vmcores did NOT run",

@@ -6,7 +6,9 @@
 //! * `VMDUMP_FIXTURES`: the fixtures folder with `expected/` (default
 //!   `<workspace>/../shared/fixtures`).
 //!
-//! Without them the test prints "fixtures not found: <path>" and passes.
+//! Without the fixtures folder the test prints "fixtures not found: <path>"
+//! and passes; with the folder but no decompressed copies it fails and says
+//! how to get them (scripts/test.sh decompresses them), never skips silently.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -23,17 +25,17 @@ fn fixtures_dir() -> PathBuf {
 /// The decompressed vmcore `name`, or `None` after saying why.
 fn vmcore(name: &str) -> Option<File> {
     let Some(dir) = std::env::var_os("VMDUMP_FIXTURE_DIR") else {
-        println!("fixtures not found: VMDUMP_FIXTURE_DIR is not set (folder with decompressed {name})");
+        let shared = fixtures_dir();
+        assert!(
+            !shared.is_dir(),
+            "{} exists but VMDUMP_FIXTURE_DIR is not set: run scripts/test.sh, which decompresses the vmcores",
+            shared.display()
+        );
+        println!("fixtures not found: {} (the tests on the real vmcores did NOT run)", shared.display());
         return None;
     };
     let path = Path::new(&dir).join(name);
-    match File::open(&path) {
-        Ok(f) => Some(f),
-        Err(e) => {
-            println!("fixtures not found: {} ({e})", path.display());
-            None
-        }
-    }
+    Some(File::open(&path).unwrap_or_else(|e| panic!("VMDUMP_FIXTURE_DIR is set but {}: {e}", path.display())))
 }
 
 /// makedumpfile's `-d 1` report: (Original pages, Memory Hole, Total pages, zero pages).

@@ -1,0 +1,119 @@
+//! The dump engine on the real vmcores of `../shared/fixtures` (a QEMU dump
+//! and a real /proc/vmcore of Debian's 6.1 kernel), judged by makedumpfile
+//! and libkdumpfile. Without the fixtures these tests say so and do nothing.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use support::dumps::{Fixture, dump_counts, fixtures, libkdumpfile_compare, vmdump_ok};
+use support::temp_dir;
+
+const CODECS: [(&str, u32); 5] = [("zlib", 0x1), ("zstd", 0x20), ("lzo", 0x2), ("snappy", 0x4), ("none", 0)];
+
+fn dump(fixture: &Fixture, out: &Path, extra: &[&str]) {
+    let mut args: Vec<std::ffi::OsString> = vec!["dump".into(), "-d".into(), "1".into(), "--no-progress".into()];
+    args.extend(extra.iter().map(Into::into));
+    args.extend([fixture.elf.clone().into(), out.into()]);
+    vmdump_ok(args);
+}
+
+fn makedumpfile(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    Command::new("makedumpfile")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("makedumpfile (scripts/test.sh installs it with apt-get)")
+}
+
+/// makedumpfile's own -d 1 dump of the fixture, as the reference for counts.
+fn reference_dump(fixture: &Fixture, dir: &Path) -> PathBuf {
+    let out = dir.join("makedumpfile.kdump");
+    let result = makedumpfile(&["-l".as_ref(), "-d".as_ref(), "1".as_ref(), fixture.elf.as_ref(), out.as_ref()]);
+    assert!(result.status.success(), "makedumpfile: {}", String::from_utf8_lossy(&result.stderr));
+    out
+}
+
+#[test]
+fn every_compressor_gives_makedumpfiles_counts_and_every_page_reads_back() {
+    let Some(fixtures) = fixtures() else { return };
+    for fixture in &fixtures {
+        let dir = temp_dir(&format!("fx-codecs-{}", fixture.name));
+        let reference = dump_counts(&reference_dump(fixture, &dir));
+        let expected_zero = fixture.expected_count(1, "Pages filled with zero");
+        assert_eq!(reference.zero_pages, expected_zero, "makedumpfile itself disagrees with expected/");
+        for (codec, flag) in CODECS {
+            let out = dir.join(format!("{codec}.kdump"));
+            dump(fixture, &out, &["--compress", codec]);
+            let counts = dump_counts(&out);
+            let what = format!("{} with {codec}", fixture.name);
+            assert_eq!(counts.status, flag, "{what}: compression flag");
+            assert_eq!(counts.max_mapnr, reference.max_mapnr, "{what}: max_mapnr");
+            assert_eq!(counts.ram_pages, reference.ram_pages, "{what}: 1st bitmap");
+            assert_eq!(counts.pages_in_file, reference.pages_in_file, "{what}: pages in file");
+            assert_eq!(counts.zero_pages, expected_zero, "{what}: zero pages");
+            let read = libkdumpfile_compare(&out, &fixture.elf);
+            assert_eq!((read.different, read.missing), (0, 0), "{what}: {}", read.raw);
+            assert_eq!(read.equal, counts.pages_in_file, "{what}: {}", read.raw);
+        }
+    }
+}
+
+#[test]
+fn flattened_output_rearranged_by_makedumpfile_is_the_plain_file() {
+    let Some(fixtures) = fixtures() else { return };
+    for fixture in &fixtures {
+        let dir = temp_dir(&format!("fx-flat-{}", fixture.name));
+        for (codec, _) in CODECS {
+            let (plain, flat, rearranged) = (dir.join("plain"), dir.join("flat"), dir.join("rearranged"));
+            for path in [&plain, &flat, &rearranged] {
+                let _ = std::fs::remove_file(path);
+            }
+            dump(fixture, &plain, &["--compress", codec]);
+            dump(fixture, &flat, &["--compress", codec, "-F"]);
+            let status = Command::new("makedumpfile")
+                .arg("-R")
+                .arg(&rearranged)
+                .stdin(std::fs::File::open(&flat).unwrap())
+                .stdout(Stdio::null())
+                .status()
+                .expect("makedumpfile");
+            assert!(status.success(), "{} {codec}: makedumpfile -R failed", fixture.name);
+            let same = std::fs::read(&plain).unwrap() == std::fs::read(&rearranged).unwrap();
+            assert!(same, "{} with {codec}: rearranged flattened output differs from the plain file", fixture.name);
+        }
+    }
+}
+
+#[test]
+fn makedumpfile_dump_dmesg_reads_the_kernel_log_from_our_dump() {
+    let Some(fixtures) = fixtures() else { return };
+    for fixture in &fixtures {
+        let dir = temp_dir(&format!("fx-dmesg-{}", fixture.name));
+        let (out, log) = (dir.join("dump"), dir.join("dmesg.txt"));
+        // Debian's makedumpfile 1.7.2 is built without zstd: zlib it reads.
+        dump(fixture, &out, &["--compress", "zlib"]);
+        let result = makedumpfile(&["--dump-dmesg".as_ref(), out.as_ref(), log.as_ref()]);
+        assert!(result.status.success(), "{}: {}", fixture.name, String::from_utf8_lossy(&result.stderr));
+        let expected = std::fs::read(fixture.expected_file("dmesg.txt")).unwrap();
+        assert!(std::fs::read(&log).unwrap() == expected, "{}: the kernel log differs from expected/", fixture.name);
+    }
+}
+
+#[test]
+fn output_is_identical_for_any_thread_count_and_read_mode() {
+    let Some(fixtures) = fixtures() else { return };
+    for fixture in &fixtures {
+        let dir = temp_dir(&format!("fx-same-{}", fixture.name));
+        let reference = dir.join("t1");
+        dump(fixture, &reference, &["--compress", "zlib", "--threads", "1"]);
+        let reference = std::fs::read(&reference).unwrap();
+        let variants: [&[&str]; 3] = [&["--threads", "2"], &["--threads", "4"], &["--threads", "2", "--no-mmap"]];
+        for (i, extra) in variants.iter().enumerate() {
+            let out = dir.join(format!("v{i}"));
+            dump(fixture, &out, &[*extra, &["--compress", "zlib"]].concat());
+            assert!(std::fs::read(&out).unwrap() == reference, "{}: {extra:?} differs from --threads 1", fixture.name);
+        }
+    }
+}
