@@ -14,3 +14,4 @@ pub mod plugin;
 pub mod pool;
 pub mod profile;
 pub mod progress;
+pub mod xlat;

@@ -9,9 +9,15 @@
 //! The file is *sparse*: its length is set first and only non-zero pages are
 //! written, gathered into large chunks. Page content is the pure function
 //! [`page()`] of (seed, pfn), so readers can check any page without the file.
+//!
+//! With [`SynthSpec::kernel`] the RAM also holds real x86_64 page tables,
+//! a kernel image and SPARSEMEM_EXTREME `mem_section` (module [`kernel`]);
+//! those pages are part of [`page()`]'s answer too.
 
 mod image;
+pub mod kernel;
 mod page;
+pub mod pagetable;
 
 pub use image::{PRSTATUS_DESC_SIZE, crashtime, vmcoreinfo_text};
 #[cfg(test)]
@@ -19,6 +25,7 @@ pub(crate) use image::{
     elf_header as image_elf_header, note as image_note, note_program_header as image_note_phdr,
     program_header as image_phdr,
 };
+pub use kernel::{KernelLayout, KernelSpec, kernel_layout};
 pub use page::{PAGE_SIZE, PageKind, page, page_kind};
 
 use std::fs::File;
@@ -68,6 +75,10 @@ pub struct SynthSpec {
     pub phoff_gap: bool,
     /// Place segment data right after the notes, not page aligned (QEMU style).
     pub unaligned_offsets: bool,
+    /// Place x86_64 page tables, a kernel image and `mem_section` in RAM
+    /// and describe them in VMCOREINFO (module [`kernel`]); `None` keeps the
+    /// output of earlier versions byte for byte.
+    pub kernel: Option<KernelSpec>,
 }
 
 impl Default for SynthSpec {
@@ -83,6 +94,7 @@ impl Default for SynthSpec {
             nr_cpus: 2,
             phoff_gap: false,
             unaligned_offsets: false,
+            kernel: None,
         }
     }
 }
@@ -104,8 +116,20 @@ pub struct SynthSummary {
     pub loads: Vec<LoadSegment>,
 }
 
-/// Physical byte ranges of RAM, sorted, non-overlapping, page-aligned starts.
+/// Physical byte ranges of the PT_LOADs (RAM, and the BIOS ROM of
+/// [`KernelSpec::bios_rom`]), sorted, non-overlapping, page-aligned starts.
 pub fn ram_ranges(spec: &SynthSpec) -> Vec<Range<u64>> {
+    let mut ranges = ram_only(spec);
+    if spec.kernel.is_some_and(|k| k.bios_rom)
+        && ranges.last().is_some_and(|r| r.end <= kernel::BIOS_ROM.start)
+    {
+        ranges.push(kernel::BIOS_ROM);
+    }
+    ranges
+}
+
+/// Physical byte ranges of RAM (what the kernel's memory sections cover).
+fn ram_only(spec: &SynthSpec) -> Vec<Range<u64>> {
     let total = spec.ram_bytes.div_ceil(PAGE_SIZE as u64).max(1) * PAGE_SIZE as u64;
     let mut ranges = Vec::new();
     if !spec.holes {
@@ -150,14 +174,28 @@ struct Plan {
     file_size: u64,
 }
 
+/// (physical range, `p_vaddr`) of every PT_LOAD, in program-header order.
+fn segments(spec: &SynthSpec) -> Vec<(Range<u64>, u64)> {
+    let ram = ram_only(spec);
+    let mut segs: Vec<(Range<u64>, u64)> = Vec::new();
+    let Some(k) = kernel::layout(spec) else {
+        if let Some(text) = kernel_text_range(spec, &ram) {
+            segs.push((text, KERNEL_TEXT_VADDR));
+        }
+        segs.extend(ram.iter().map(|r| (r.clone(), DIRECT_MAP_BASE + r.start)));
+        return segs;
+    };
+    if spec.kernel_text_overlap {
+        segs.push((k.image_phys..k.image_phys + kernel::IMAGE_BYTES, k.text_vaddr));
+    }
+    segs.extend(ram.iter().map(|r| (r.clone(), k.page_offset + r.start)));
+    segs.extend(ram_ranges(spec).get(ram.len()).map(|rom| (rom.clone(), 0))); // QEMU: p_vaddr 0
+    segs
+}
+
 fn plan(spec: &SynthSpec) -> Plan {
     let e = Endian::Little;
-    let ram = ram_ranges(spec);
-    let mut segs: Vec<(Range<u64>, u64)> = Vec::new();
-    if let Some(text) = kernel_text_range(spec, &ram) {
-        segs.push((text, KERNEL_TEXT_VADDR));
-    }
-    segs.extend(ram.iter().map(|r| (r.clone(), DIRECT_MAP_BASE + r.start)));
+    let segs = segments(spec);
     let notes = image::notes(e, spec);
     let phoff = if spec.phoff_gap { GAP_PHOFF } else { ELF64_EHDR_SIZE as u64 };
     let phnum = 1 + segs.len();
@@ -296,8 +334,10 @@ fn generate(spec: &SynthSpec, sink: &mut impl Sink) -> io::Result<SynthSummary> 
 ///
 /// # Errors
 ///
-/// Any I/O error from creating, sizing or writing the file.
+/// Any I/O error from creating, sizing or writing the file; `InvalidInput`
+/// if the [`KernelSpec`] does not fit in the RAM ([`kernel_layout`]).
 pub fn write(spec: &SynthSpec, path: &Path) -> io::Result<SynthSummary> {
+    kernel_layout(spec)?;
     let mut file = File::create(path)?;
     file.set_len(plan(spec).file_size)?;
     generate(spec, &mut file)
@@ -307,8 +347,10 @@ pub fn write(spec: &SynthSpec, path: &Path) -> io::Result<SynthSummary> {
 ///
 /// # Errors
 ///
-/// `InvalidInput` if the image would exceed 1 GiB.
+/// `InvalidInput` if the image would exceed 1 GiB or the [`KernelSpec`]
+/// does not fit in the RAM ([`kernel_layout`]).
 pub fn to_vec(spec: &SynthSpec) -> io::Result<Vec<u8>> {
+    kernel_layout(spec)?;
     let size = plan(spec).file_size;
     if size > 1 << 30 {
         return Err(io::Error::new(

@@ -50,6 +50,9 @@ pub struct DumpArgs {
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Wait until the dump is on disk before exiting (fdatasync).
+    #[arg(long)]
+    pub sync: bool,
     /// The vmcore (ELF), e.g. /proc/vmcore.
     pub input: PathBuf,
     /// The dump file, or - for the flattened format on stdout.
@@ -166,7 +169,7 @@ fn write_dump(
     }
     let file = create_output(&args.output, args.force)?;
     let mut sink: Box<dyn Sink> = match profile.dump.format {
-        OutputFormat::Kdump => Box::new(FileSink::new(file, None)),
+        OutputFormat::Kdump => Box::new(FileSink::new(file, None).sync_on_finish(args.sync)),
         OutputFormat::Flattened => Box::new(FlattenedSink::new(BufWriter::with_capacity(1 << 20, file))?),
     };
     dump(vmcore, codec, config, sink.as_mut()).map_err(|e| {
@@ -184,7 +187,14 @@ fn write_dump(
 pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
     let profile = args.profile()?;
     crate::dump::check_level(profile.dump.level)?;
-    let vmcore = Vmcore::open(&args.input)?;
+    let mut vmcore = Vmcore::open(&args.input)?;
+    match vmcore.kernel_memory_end() {
+        Ok(Some(end)) => vmcore.limit_pfns(end),
+        Ok(None) => {}
+        Err(e) => eprintln!(
+            "vmdump: warning: cannot read the kernel's memory sections ({e}); every PT_LOAD page is dumped"
+        ),
+    }
     if vmcore.vmcoreinfo().is_none() {
         eprintln!(
             "vmdump: warning: {} has no VMCOREINFO note: the dump is complete, but its header has no \

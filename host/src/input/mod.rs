@@ -13,6 +13,8 @@ use vmdump_format::phys::PhysMap;
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 use vmdump_format::{FormatError, ReadAt};
 
+use crate::xlat::{KernelMemory, PhysRead, SectionTable, XlatError};
+
 pub use reader::{BatchReader, PageBatch, ReadError, ReadMode};
 pub use window::Window;
 
@@ -112,5 +114,45 @@ impl Vmcore {
         if limit < self.phys.max_pfn() {
             self.phys = self.phys.truncated(limit);
         }
+    }
+
+    /// Where the kernel's memory ends: one past the last pfn of its last
+    /// present memory section (kdump-format.md §5.2). makedumpfile reduces
+    /// max_mapnr to it, which drops segments the kernel does not manage,
+    /// such as the BIOS ROM of a QEMU dump. `None` without the VMCOREINFO
+    /// keys it needs.
+    ///
+    /// # Errors
+    /// [`XlatError`] when the keys are there but the tables cannot be read.
+    pub fn kernel_memory_end(&self) -> Result<Option<u64>, XlatError> {
+        let Some(info) = self.info.as_ref().filter(|i| i.symbol("mem_section").is_some()) else {
+            return Ok(None);
+        };
+        let memory = KernelMemory::open(self, info, &self.elf.loads)?;
+        let sections = SectionTable::read(&memory, info, self.phys.max_pfn())?;
+        Ok(Some(sections.present_pfn_end()))
+    }
+}
+
+/// Physical reads for address translation: page-bounded, zero-filled where
+/// the page has no file bytes, an error for a hole.
+impl PhysRead for Vmcore {
+    fn read_phys(&self, paddr: u64, buf: &mut [u8]) -> Result<(), XlatError> {
+        let (ps, len) = (self.page_size, buf.len() as u64);
+        let at = paddr % ps;
+        if at + len > ps {
+            return Err(XlatError::PhysRead { paddr, len: buf.len(), cause: "the read crosses a page".into() });
+        }
+        let loc = self.phys.locate(paddr / ps).ok_or(XlatError::NotInDump { paddr })?;
+        buf.fill(0);
+        let lead = u64::from(loc.lead_zero);
+        let (lo, hi) = (at.max(lead), (at + len).min(lead + u64::from(loc.file_bytes)));
+        if lo < hi {
+            let part = &mut buf[(lo - at) as usize..(hi - at) as usize];
+            self.file
+                .read_exact_at(part, loc.file_offset + (lo - lead))
+                .map_err(|e| XlatError::PhysRead { paddr, len: part.len(), cause: Box::new(e) })?;
+        }
+        Ok(())
     }
 }

@@ -75,12 +75,21 @@ pub struct FileSink {
     file: File,
     written: u64,
     limit: Option<u64>,
+    sync: bool,
 }
 
 impl FileSink {
     /// Writes into `file`, refusing to grow it past `limit` bytes when set.
+    /// Like makedumpfile, it leaves flushing to disk to the system (kdump
+    /// scripts sync before rebooting) unless [`FileSink::sync_on_finish`].
     pub fn new(file: File, limit: Option<u64>) -> Self {
-        Self { file, written: 0, limit }
+        Self { file, written: 0, limit, sync: false }
+    }
+
+    /// Makes `finish` wait until the data is on disk (`fdatasync`).
+    pub fn sync_on_finish(mut self, sync: bool) -> Self {
+        self.sync = sync;
+        self
     }
 }
 
@@ -95,7 +104,10 @@ impl Sink for FileSink {
     }
 
     fn finish(&mut self) -> Result<(), SinkError> {
-        self.file.sync_data().map_err(|e| io_error(0, 0, e, self.written))
+        if self.sync {
+            self.file.sync_data().map_err(|e| io_error(0, 0, e, self.written))?;
+        }
+        Ok(())
     }
 
     fn bytes_written(&self) -> u64 {

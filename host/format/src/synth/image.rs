@@ -136,5 +136,8 @@ pub fn vmcoreinfo_text(spec: &SynthSpec) -> String {
     );
     let _ = write!(t, "KERNELOFFSET={koff:x}\nNUMBER(KERNEL_IMAGE_SIZE)=1073741824\nNUMBER(sme_mask)=0\n");
     let _ = writeln!(t, "CRASHTIME={}", crashtime(spec));
-    t
+    match super::kernel::layout(spec) {
+        Some(layout) => super::kernel::patch_vmcoreinfo(&t, &layout),
+        None => t,
+    }
 }

@@ -6,6 +6,7 @@
 //! slab-like pages (64-byte objects) and random (incompressible) pages.
 
 use super::SynthSpec;
+use super::kernel::{self, Override};
 
 /// Page size of every synthetic vmcore (x86_64).
 pub const PAGE_SIZE: usize = 4096;
@@ -39,7 +40,15 @@ pub(crate) fn page_hash(seed: u64, pfn: u64) -> u64 {
 }
 
 /// The kind of page `pfn` holds: `data_percent` % of pages are non-zero.
+/// Pages of the kernel structures ([`SynthSpec::kernel`]) are
+/// [`PageKind::Zero`] when all zero (struct pages) and [`PageKind::Sparse`]
+/// otherwise (page tables, `mem_section`, kernel variables).
 pub fn page_kind(spec: &SynthSpec, pfn: u64) -> PageKind {
+    if let Some(layout) = kernel::layout(spec)
+        && let Some(o) = layout.override_at(pfn)
+    {
+        return if o == Override::Zero { PageKind::Zero } else { PageKind::Sparse };
+    }
     let h = page_hash(spec.seed, pfn);
     if h % 100 >= u64::from(spec.data_percent.min(100)) {
         return PageKind::Zero;
@@ -71,6 +80,15 @@ impl Rng {
 /// Fills `buf` with the content of page `pfn` (full page, before any
 /// segment-tail truncation; see [`super::expected_page`]).
 pub fn page(spec: &SynthSpec, pfn: u64, buf: &mut [u8; PAGE_SIZE]) {
+    if let Some(layout) = kernel::layout(spec)
+        && let Some(o) = layout.override_at(pfn)
+    {
+        match o {
+            Override::Zero => buf.fill(0),
+            Override::Bytes(bytes) => buf.copy_from_slice(bytes),
+        }
+        return;
+    }
     let kind = page_kind(spec, pfn);
     let mut rng = Rng(page_hash(spec.seed, pfn) | 1);
     buf.fill(0);

@@ -10,7 +10,7 @@ fn temp_path(tag: &str) -> std::path::PathBuf {
 
 /// Reads every pfn below max_pfn + 2 through the ELF reader and compares it
 /// with `expected_page`; returns (ram pages, zero pages).
-fn verify_all_pages(spec: &SynthSpec, image: &[u8]) -> (u64, u64) {
+pub(crate) fn verify_all_pages(spec: &SynthSpec, image: &[u8]) -> (u64, u64) {
     let core = ElfVmcore::parse(image).unwrap();
     let map = PhysMap::new(&core.loads, PAGE_SIZE as u64).unwrap();
     let (mut got, mut want) = (vec![0u8; PAGE_SIZE], [0u8; PAGE_SIZE]);
@@ -134,4 +134,31 @@ fn vmcoreinfo_has_realistic_keys() {
     assert_eq!(info.number("PAGE_BUDDY_MAPCOUNT_VALUE"), Some(-129));
     assert_eq!(info.offset("page.flags"), Some(0));
     assert_eq!(info.length("free_area.free_list"), Some(5));
+}
+
+/// FNV-1a of a whole image.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
+#[test]
+fn without_kernel_the_output_is_unchanged() {
+    // Hashes of the images written before `SynthSpec::kernel` existed.
+    let specs = [
+        (SynthSpec { ram_bytes: 6 << 20, ..Default::default() }, 0x7ac3_e75b_31ef_a223),
+        (
+            SynthSpec {
+                ram_bytes: (5 << 20) + 1234,
+                partial_tail: true,
+                phoff_gap: true,
+                unaligned_offsets: true,
+                seed: 9,
+                ..Default::default()
+            },
+            0x7080_855f_485d_0c04,
+        ),
+    ];
+    for (spec, want) in specs {
+        assert_eq!(fnv(&to_vec(&spec).unwrap()), want, "{spec:?}");
+    }
 }

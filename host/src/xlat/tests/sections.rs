@@ -1,0 +1,87 @@
+//! The section table over hand-placed `mem_section` structures with the
+//! fixtures' geometry (SIZE(mem_section)=32, LENGTH(mem_section)=4096).
+
+use vmdump_format::synth::pagetable::{MapSize, PageTables};
+use vmdump_format::vmcoreinfo::VmcoreInfo;
+
+use super::super::{KernelMemory, PAGE_OFFSET_L4, START_KERNEL_MAP, SectionTable, X86_64, XlatError};
+use super::MemPhys;
+
+const VMEMMAP: u64 = 0xffff_ea00_0000_0000;
+const ROOTS: u64 = 0x1_0000;
+const ROOT0: u64 = 0x1_1000;
+const PTR_VAR: u64 = 0x3000; // a kernel variable holding the roots' address
+
+fn text(symbol: u64, length: u64) -> String {
+    format!(
+        "PAGESIZE=4096\nSYMBOL(init_top_pgt)={:x}\nNUMBER(phys_base)=0\nNUMBER(pgtable_l5_enabled)=0\n\
+         SYMBOL(mem_section)={symbol:x}\nLENGTH(mem_section)={length}\nSIZE(mem_section)=32\n\
+         OFFSET(mem_section.section_mem_map)=0\nNUMBER(SECTION_SIZE_BITS)=27\nNUMBER(MAX_PHYSMEM_BITS)=46\n\
+         SIZE(page)=64\n",
+        START_KERNEL_MAP + 0x1000
+    )
+}
+
+/// Direct map of the first 2 MiB; sections 0 and 3 present, 1 absent,
+/// 2 present without a mem_map; `encoded3` is section 3's encoded pointer.
+fn memory(encoded3: u64) -> MemPhys {
+    let mut next = 0x10_0000u64;
+    let mut pt = PageTables::new(false, 0x1000, 0);
+    let mut alloc = || {
+        next += 0x1000;
+        Some(next)
+    };
+    pt.map_range(PAGE_OFFSET_L4, 0, 0x20_0000, MapSize::Page4K, &mut alloc).unwrap();
+    let mut m = MemPhys::default();
+    for (pa, bytes) in pt.pages() {
+        m.put_page(pa, bytes);
+    }
+    m.put_u64(ROOTS, PAGE_OFFSET_L4 + ROOT0);
+    m.put_u64(ROOT0, VMEMMAP | 0x3);
+    m.put_u64(ROOT0 + 32, VMEMMAP); // not present
+    m.put_u64(ROOT0 + 64, 0x1d); // present, no mem_map
+    m.put_u64(ROOT0 + 96, encoded3 | 0x7);
+    m.put_u64(PTR_VAR, PAGE_OFFSET_L4 + ROOTS);
+    m
+}
+
+fn read(m: &MemPhys, text: &str, max_pfn: u64) -> Result<SectionTable, XlatError> {
+    let info = VmcoreInfo::parse(text.as_bytes()).unwrap();
+    let mem = KernelMemory::new(m, X86_64::new(&info, &[]).unwrap());
+    SectionTable::read(&mem, &info, max_pfn)
+}
+
+#[test]
+fn array_and_pointer_symbols() {
+    let m = memory(VMEMMAP);
+    for symbol in [PAGE_OFFSET_L4 + ROOTS, START_KERNEL_MAP + PTR_VAR] {
+        let table = read(&m, &text(symbol, 4096), 0x1_ffda).unwrap();
+        let nrs: Vec<u64> = table.sections().iter().map(|s| s.nr).collect();
+        assert_eq!(nrs, [0, 3], "symbol {symbol:#x}");
+        assert_eq!(table.present_pfn_end(), 0x2_0000);
+        assert_eq!(table.mem_map_of(0x1_8005), Some(VMEMMAP + 0x1_8005 * 64));
+        assert_eq!(table.mem_map_of(7), Some(VMEMMAP + 7 * 64));
+        assert_eq!(table.mem_map_of(0x8000), None, "section 1 absent");
+        assert_eq!(table.mem_map_of(0x1_0000), None, "section 2 has no mem_map");
+        assert_eq!(table.mem_map_of(0x2_0000), None, "beyond the hint");
+    }
+    let only_first = read(&m, &text(PAGE_OFFSET_L4 + ROOTS, 4096), 0x8000).unwrap();
+    assert_eq!(only_first.present_pfn_end(), 0x8000, "sections beyond the hint are not read");
+}
+
+#[test]
+fn bad_tables_are_typed_errors() {
+    let m = memory(0x4000); // section 3's mem_map is a user address
+    let err = read(&m, &text(PAGE_OFFSET_L4 + ROOTS, 4096), 0x2_0000).unwrap_err();
+    let XlatError::MemSectionSymbol { as_array, .. } = &err else { panic!("{err}") };
+    assert!(as_array.to_string().contains("section 3: mem_map 0x604000"), "{err}");
+    let err = read(&m, &text(0x1234_5000, 4096), 0x2_0000).unwrap_err();
+    assert!(err.to_string().contains("not a kernel address"), "{err}");
+    let err = read(&memory(VMEMMAP), &text(PAGE_OFFSET_L4 + ROOTS, 2048), 0x2_0000).unwrap_err();
+    assert!(matches!(err, XlatError::BadKey { key: "LENGTH(mem_section)", value: 2048, .. }), "{err}");
+    let no_bits = text(PAGE_OFFSET_L4 + ROOTS, 4096).replace("NUMBER(SECTION_SIZE_BITS)=27\n", "");
+    let err = read(&memory(VMEMMAP), &no_bits, 0x2_0000).unwrap_err();
+    assert!(matches!(err, XlatError::MissingKey("NUMBER(SECTION_SIZE_BITS)")), "{err}");
+    let err = read(&memory(VMEMMAP), &text(PAGE_OFFSET_L4 + ROOTS, 4096), 0).unwrap_err();
+    assert!(err.to_string().contains("no present section"), "{err}");
+}
