@@ -200,3 +200,23 @@ fn a_plugin_failing_mid_run_gives_a_complete_dump_with_raw_pages() {
     let read = libkdumpfile_compare(&out, &vmcore);
     assert_eq!((read.equal, read.different, read.missing), (read.compared, 0, 0), "{}", read.raw);
 }
+
+#[test]
+fn every_shipped_profile_makes_a_readable_dump() {
+    let dir = temp_dir("dump-profiles");
+    let (vmcore, summary) = synthetic(&dir, SynthSpec { ram_bytes: 16 << 20, ..SynthSpec::default() });
+    let config = support::workspace_root().join("config");
+    let mut profiles: Vec<PathBuf> = std::fs::read_dir(&config)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    profiles.sort();
+    assert!(profiles.len() >= 3, "default, fast and small at least");
+    for profile in profiles {
+        let out = dir.join(profile.file_stem().unwrap());
+        vmdump_ok([OsArg::from("dump"), "--profile".into(), profile.as_path().into(), vmcore.as_path().into(), out.as_path().into()]);
+        let read = libkdumpfile_compare(&out, &vmcore);
+        assert_eq!((read.equal, read.missing), (summary.ram_pages, 0), "{}: {}", profile.display(), read.raw);
+    }
+}

@@ -22,6 +22,7 @@ pub struct Codec {
     module: CompressorModule,
     bound: usize,
     page_size: usize,
+    skip_random: bool,
     disabled: AtomicBool,
     first_failure: Mutex<Option<CallError>>,
 }
@@ -79,9 +80,17 @@ impl Codec {
             module,
             bound,
             page_size,
+            skip_random: true,
             disabled: AtomicBool::new(false),
             first_failure: Mutex::new(None),
         })
+    }
+
+    /// Whether pages that look random are stored raw without compressing
+    /// them ([`crate::entropy`]); on by default.
+    pub fn skipping_random_pages(mut self, skip: bool) -> Self {
+        self.skip_random = skip;
+        self
     }
 
     /// The plugin's name.
@@ -144,6 +153,8 @@ pub struct EncodeStats {
     pub compressed: u64,
     /// Pages stored raw because compression did not shrink them.
     pub incompressible: u64,
+    /// Pages stored raw without compressing them: they look random.
+    pub random: u64,
     /// Pages stored raw because the plugin failed or was disabled.
     pub plugin_failed: u64,
 }
@@ -152,6 +163,7 @@ impl std::ops::AddAssign for EncodeStats {
     fn add_assign(&mut self, o: Self) {
         self.compressed += o.compressed;
         self.incompressible += o.incompressible;
+        self.random += o.random;
         self.plugin_failed += o.plugin_failed;
     }
 }
@@ -183,6 +195,10 @@ impl<'c> PageEncoder<'c> {
             self.stats.plugin_failed += 1;
             return Encoded::Raw;
         };
+        if codec.skip_random && crate::entropy::looks_incompressible(page) {
+            self.stats.random += 1;
+            return Encoded::Raw;
+        }
         let result = ctx.compress(page, &mut self.dst);
         if let Err(e) = ctx.reset() {
             codec.record_failure(e);

@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod codec;
 pub mod dump;
+pub mod entropy;
 pub mod output;
 pub mod input;
 pub mod plugin;

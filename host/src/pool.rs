@@ -54,12 +54,17 @@ where
         free_tx.send(slot).expect("free list has room for every slot");
     }
     std::thread::scope(|scope| {
-        let reader = scope.spawn(move || read_loop(&free_rx, work_tx, &mut fill));
+        let named = |name: String| std::thread::Builder::new().name(name);
+        let reader = named("vmdump-reader".into())
+            .spawn_scoped(scope, move || read_loop(&free_rx, work_tx, &mut fill))
+            .expect("spawn the reader thread");
         let handles: Vec<_> = (0..workers.max(1))
-            .map(|_| {
+            .map(|i| {
                 let (work_rx, done_tx) = (work_rx.clone(), done_tx.clone());
                 let (new_worker, work) = (&new_worker, &work);
-                scope.spawn(move || work_loop(&work_rx, &done_tx, new_worker, work))
+                named(format!("vmdump-worker-{i}"))
+                    .spawn_scoped(scope, move || work_loop(&work_rx, &done_tx, new_worker, work))
+                    .expect("spawn a worker thread")
             })
             .collect();
         drop((work_rx, done_tx));

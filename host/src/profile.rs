@@ -8,17 +8,34 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 /// The whole profile. Unknown keys are refused, so a typo is an error.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
+/// A key a profile leaves out takes the value of `config/default.toml`
+/// only for `[dump]` and `[input]`; a profile that names a plugin gives it
+/// exactly the parameters it lists.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Profile {
     /// `[dump]`.
+    #[serde(default)]
     pub dump: DumpSection,
     /// `[input]`.
+    #[serde(default)]
     pub input: InputSection,
     /// `[compress]`.
+    #[serde(default)]
     pub compress: CompressSection,
     /// `[plugins]`.
+    #[serde(default)]
     pub plugins: PluginsSection,
+}
+
+/// The built-in profile: `config/default.toml`, compiled in, so running
+/// without `--profile` and with `--profile config/default.toml` is the same.
+const DEFAULT_PROFILE: &str = include_str!("../../config/default.toml");
+
+impl Default for Profile {
+    fn default() -> Self {
+        Self::parse(DEFAULT_PROFILE, Path::new("config/default.toml")).expect("config/default.toml is valid")
+    }
 }
 
 /// `[dump]`: what to keep and how to write it.
@@ -71,13 +88,15 @@ impl Default for InputSection {
 pub struct CompressSection {
     /// Plugin name, or "none".
     pub plugin: String,
-    /// Parameters handed to the plugin (values as text).
+    /// Parameters handed to the plugin (values as text); none by default.
     pub params: BTreeMap<String, toml::Value>,
+    /// Store pages that look random raw without compressing them.
+    pub skip_random: bool,
 }
 
 impl Default for CompressSection {
     fn default() -> Self {
-        Self { plugin: "zstd".into(), params: BTreeMap::from([("level".into(), toml::Value::Integer(1))]) }
+        Self { plugin: "zstd".into(), params: BTreeMap::new(), skip_random: true }
     }
 }
 
@@ -214,6 +233,9 @@ mod tests {
         }
         let default = Profile::load(&config_dir().join("default.toml")).unwrap();
         assert_eq!(default, Profile::default(), "config/default.toml and Profile::default() agree");
+        assert_eq!(default.plugin_params().get_str("level"), Some("1"));
+        let fast = Profile::load(&config_dir().join("fast.toml")).unwrap();
+        assert!(fast.plugin_params().is_empty(), "a profile naming a plugin gets only its own params");
     }
 
     #[test]

@@ -116,7 +116,8 @@ fn open_codec(profile: &Profile, plugin_dirs: &[PathBuf], vmcore: &Vmcore) -> an
         );
     }
     let host = Arc::new(DumpHost { vmcoreinfo: vmcore.vmcoreinfo().cloned() });
-    Ok(Some(Codec::new(plugin, &profile.plugin_params(), host, vmcore.page_size() as usize)?))
+    let codec = Codec::new(plugin, &profile.plugin_params(), host, vmcore.page_size() as usize)?;
+    Ok(Some(codec.skipping_random_pages(profile.compress.skip_random)))
 }
 
 /// Creates the output file: mode 0600 (a dump holds secrets), never

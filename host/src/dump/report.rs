@@ -79,8 +79,9 @@ impl DumpReport {
         let name = self.compressor.as_deref().unwrap_or("none");
         let _ = writeln!(
             t,
-            "Compression     : {name}: {} pages compressed, {} stored raw (incompressible), {} raw (plugin failed)",
-            e.compressed, e.incompressible, e.plugin_failed
+            "Compression     : {name}: {} pages compressed, {} stored raw (incompressible), {} raw (random), \
+             {} raw (plugin failed)",
+            e.compressed, e.incompressible, e.random, e.plugin_failed
         );
         if let Some(why) = &self.mmap_fallback {
             let _ = writeln!(t, "Input           : mmap failed ({why}); read with pread instead");

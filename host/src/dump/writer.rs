@@ -1,9 +1,10 @@
 //! Writes a kdump-compressed file (kdump-format.md §1, checklist §11) in
-//! one pass: header, sub header and notes, both bitmaps, then descriptors
-//! and page data streamed side by side through two write caches that are
-//! flushed together, so the descriptors on disk always match the data on
-//! disk. Every write is positioned, so the same sequence feeds a plain file
-//! or the flattened stream.
+//! one pass: header, sub header and notes, both bitmaps, then page data and
+//! descriptors side by side. Each slot's data is already contiguous, so it
+//! is written as it is (one write, no copy); descriptors gather in a cache
+//! that is flushed only after the data it points at, so the descriptors on
+//! disk always point at data on disk. Every write is positioned, so the
+//! same sequence feeds a plain file or the flattened stream.
 
 use vmdump_format::kdump::{DiskDumpHeader, Layout, PageDesc, SubHeader};
 use vmdump_format::phys::PhysMap;
@@ -11,7 +12,7 @@ use vmdump_format::phys::PhysMap;
 use super::slot::{PageRecord, Slot};
 use crate::output::sink::{Sink, SinkError};
 
-/// Bytes of each write cache (descriptors, data).
+/// Bytes of the descriptor cache.
 const CACHE_BYTES: usize = 1 << 20;
 /// Bytes of bitmap built and written at a time (8 Mi pfns = 32 GiB of RAM).
 const BITMAP_CHUNK: u64 = 1 << 20;
@@ -24,8 +25,8 @@ pub struct KdumpWriter<'s> {
     zero_page: Option<u64>,
     descs: Vec<u8>,
     descs_at: u64,
-    data: Vec<u8>,
-    data_at: u64,
+    /// Where the next page data goes.
+    data_end: u64,
     expected_pages: u64,
     pages: u64,
 }
@@ -89,24 +90,25 @@ impl<'s> KdumpWriter<'s> {
             zero_page: None,
             descs: Vec::with_capacity(CACHE_BYTES),
             descs_at: layout.page_desc_offset,
-            data: Vec::with_capacity(CACHE_BYTES + page_size as usize),
-            data_at: layout.data_offset,
+            data_end: layout.data_offset,
             expected_pages: layout.num_dumpable,
             pages: 0,
         };
         if pre.exclude_zero {
             writer.zero_page = Some(layout.data_offset);
-            writer.data.resize(page_size as usize, 0);
+            writer.sink.write_at(layout.data_offset, &vec![0; page_size as usize])?;
+            writer.data_end += page_size;
         }
         Ok(writer)
     }
 
-    /// Appends the descriptors and data of one encoded slot.
+    /// Writes the data of one encoded slot and queues its descriptors.
     ///
     /// # Errors
     /// The sink's error.
     pub fn write_slot(&mut self, slot: &Slot) -> Result<(), SinkError> {
-        let mut at = 0;
+        self.sink.write_at(self.data_end, &slot.data)?;
+        let mut offset = self.data_end;
         for record in &slot.records {
             let desc = match *record {
                 PageRecord::Zero => PageDesc {
@@ -115,29 +117,25 @@ impl<'s> KdumpWriter<'s> {
                     ..PageDesc::default()
                 },
                 PageRecord::Stored { len, format } => {
-                    let offset = self.data_at + self.data.len() as u64;
-                    self.data.extend_from_slice(&slot.data[at..at + len as usize]);
-                    at += len as usize;
-                    PageDesc { offset, size: len, flags: format.map_or(0, |f| f.code()), page_flags: 0 }
+                    offset += u64::from(len);
+                    PageDesc { offset: offset - u64::from(len), size: len, flags: format.map_or(0, |f| f.code()), page_flags: 0 }
                 }
             };
             self.descs.extend_from_slice(&desc.encode());
-            self.pages += 1;
-            if self.descs.len() >= CACHE_BYTES || self.data.len() >= CACHE_BYTES {
-                self.flush()?;
-            }
+        }
+        self.data_end = offset;
+        self.pages += slot.records.len() as u64;
+        if self.descs.len() >= CACHE_BYTES {
+            self.flush_descriptors()?;
         }
         Ok(())
     }
 
-    /// Writes both caches: descriptors first, then their data.
-    fn flush(&mut self) -> Result<(), SinkError> {
+    /// Writes the queued descriptors (their data is already written).
+    fn flush_descriptors(&mut self) -> Result<(), SinkError> {
         self.sink.write_at(self.descs_at, &self.descs)?;
         self.descs_at += self.descs.len() as u64;
         self.descs.clear();
-        self.sink.write_at(self.data_at, &self.data)?;
-        self.data_at += self.data.len() as u64;
-        self.data.clear();
         Ok(())
     }
 
@@ -156,7 +154,7 @@ impl<'s> KdumpWriter<'s> {
     /// # Errors
     /// The sink's error.
     pub fn finish(mut self) -> Result<u64, SinkError> {
-        self.flush()?;
+        self.flush_descriptors()?;
         self.sink.finish()?;
         Ok(self.sink.bytes_written())
     }
