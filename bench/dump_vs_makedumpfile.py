@@ -47,6 +47,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--zlib-level", type=int, default=2)
+    p.add_argument("--zlib-profile", default="config/zlib.toml")
     p.add_argument("vmdump")
     p.add_argument("vmcores", nargs="+")
     args = p.parse_args()
@@ -58,15 +59,16 @@ def main():
         for vmcore in args.vmcores:
             name = os.path.basename(vmcore)
             z = f"zlib:{args.zlib_level}"
+            zp = ("--profile", args.zlib_profile, "--compress", z)
             compare(f"{name} zlib, 1 thread",
-                    (f"vmdump {z} -t1", vm(vmcore, "--compress", z, "--threads", "1")),
+                    (f"vmdump {z} -t1", vm(vmcore, *zp, "--threads", "1")),
                     ("makedumpfile -c", mdf(vmcore, "-c")), args.runs, tmp)
             compare(f"{name} lzo, 1 thread",
                     ("vmdump lzo -t1", vm(vmcore, "--compress", "lzo", "--threads", "1")),
                     ("makedumpfile -l", mdf(vmcore, "-l")), args.runs, tmp)
             compare(f"{name} zlib, 2 threads vs 1",
-                    (f"vmdump {z} -t2", vm(vmcore, "--compress", z, "--threads", "2")),
-                    (f"vmdump {z} -t1", vm(vmcore, "--compress", z, "--threads", "1")), args.runs, tmp)
+                    (f"vmdump {z} -t2", vm(vmcore, *zp, "--threads", "2")),
+                    (f"vmdump {z} -t1", vm(vmcore, *zp, "--threads", "1")), args.runs, tmp)
 
 
 if __name__ == "__main__":

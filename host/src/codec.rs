@@ -80,14 +80,17 @@ impl Codec {
             module,
             bound,
             page_size,
-            skip_random: true,
+            skip_random: false,
             disabled: AtomicBool::new(false),
             first_failure: Mutex::new(None),
         })
     }
 
     /// Whether pages that look random are stored raw without compressing
-    /// them ([`crate::entropy`]); on by default.
+    /// them ([`crate::entropy`]); off by default. A win for slow codecs
+    /// (zlib spends as long on a random page as on any other), a loss for
+    /// fast ones (lzo and snappy give up on random data sooner than the test
+    /// costs).
     pub fn skipping_random_pages(mut self, skip: bool) -> Self {
         self.skip_random = skip;
         self

@@ -96,7 +96,7 @@ pub struct CompressSection {
 
 impl Default for CompressSection {
     fn default() -> Self {
-        Self { plugin: "zstd".into(), params: BTreeMap::new(), skip_random: true }
+        Self { plugin: "zstd".into(), params: BTreeMap::new(), skip_random: false }
     }
 }
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use vmdump_format::synth::{self, SynthSpec};
+use vmdump_format::synth::{self, KernelSpec, SynthSpec};
 
 /// Options of `vmdump synth`.
 #[derive(Debug, clap::Args)]
@@ -23,6 +23,15 @@ pub struct SynthArgs {
     /// No VMCOREINFO note.
     #[arg(long)]
     pub no_vmcoreinfo: bool,
+    /// No kernel structures (page tables, mem_section, vmemmap) in RAM.
+    #[arg(long, conflicts_with_all = ["five_level", "kaslr"])]
+    pub no_kernel: bool,
+    /// 5-level page tables.
+    #[arg(long)]
+    pub five_level: bool,
+    /// Randomise the kernel's placement as KASLR does.
+    #[arg(long)]
+    pub kaslr: bool,
     /// The file to write.
     pub output: PathBuf,
 }
@@ -53,6 +62,11 @@ pub fn run(args: &SynthArgs) -> anyhow::Result<()> {
         data_percent: args.data_percent.min(100),
         holes: !args.no_holes,
         with_vmcoreinfo: !args.no_vmcoreinfo,
+        kernel: (!args.no_kernel).then(|| KernelSpec {
+            five_level: args.five_level,
+            kaslr: args.kaslr,
+            ..KernelSpec::default()
+        }),
         ..SynthSpec::default()
     };
     let summary = synth::write(&spec, &args.output).with_context(|| format!("writing {}", args.output.display()))?;
