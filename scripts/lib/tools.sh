@@ -2,13 +2,14 @@
 # missing (CI runs as root). Sourced by scripts/*.sh.
 
 # Installs the Debian packages whose commands are missing.
-# Arguments: pairs of "command:package".
+# Arguments: "command:package" pairs; "py/MODULE:package" checks that
+# Debian's /usr/bin/python3 imports MODULE.
 apt_ensure() {
     local missing=()
     for pair in "$@"; do
         local cmd=${pair%%:*} pkg=${pair#*:}
-        if [[ $cmd == py:* ]]; then
-            /usr/bin/python3 -c "import ${cmd#py:}" 2>/dev/null || missing+=("$pkg")
+        if [[ $cmd == py/* ]]; then
+            /usr/bin/python3 -c "import ${cmd#py/}" 2>/dev/null || missing+=("$pkg")
         else
             command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
         fi
@@ -24,7 +25,7 @@ apt_ensure() {
 }
 
 ensure_test_tools() {
-    apt_ensure cc:gcc zstd:zstd makedumpfile:makedumpfile py:kdumpfile:python3-libkdumpfile
+    apt_ensure cc:gcc zstd:zstd makedumpfile:makedumpfile py/kdumpfile:python3-libkdumpfile
 }
 
 # Decompresses the real vmcores of ../shared/fixtures into target/fixtures
