@@ -134,12 +134,14 @@ unsafe fn read_params(params: *const RawParams) -> Result<Params, SdkError> {
 /// # Safety
 /// When `len > 0`, `ptr` is valid for reads of `len` bytes for `'a`.
 unsafe fn src_slice<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+    // SAFETY: the caller guarantees `ptr` is readable for `len > 0` bytes.
     if len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(ptr, len) } }
 }
 
 /// # Safety
 /// When `len > 0`, `ptr` is valid for writes of `len` bytes for `'a`.
 unsafe fn dst_slice<'a>(ptr: *mut u8, len: usize) -> &'a mut [u8] {
+    // SAFETY: the caller guarantees `ptr` is writable for `len > 0` bytes.
     if len == 0 { &mut [] } else { unsafe { std::slice::from_raw_parts_mut(ptr, len) } }
 }
 
