@@ -2,7 +2,8 @@
 //! (kdump flag `DUMP_DH_COMPRESSED_ZLIB`, 0x1), what makedumpfile `-c` writes
 //! and what crash, libkdumpfile and drgn read with `uncompress()`.
 //!
-//! Parameter `level` (0..=9, default 1 = `Z_BEST_SPEED`, as makedumpfile).
+//! Parameters `level` (0..=9, default 1 = `Z_BEST_SPEED`, as makedumpfile)
+//! and `window_bits` (9..=15, default 15; a 4 KiB page needs no more than 12).
 //! Each worker keeps one deflate and one inflate stream and resets them per
 //! page instead of allocating (the makedumpfile 2015 per-call cost).
 //!
@@ -119,6 +120,13 @@ mod tests {
                 report.compressed_bytes, report.pages
             );
         }
+        for bits in ["9", "12"] {
+            let params = Params::new([("level", "2"), ("window_bits", bits)]);
+            check_compressor(crate::vmdump_compressor(), &params).unwrap();
+        }
+        let host = std::sync::Arc::new(vmdump_sdk::client::StderrHost);
+        let err = crate::vmdump_compressor().init(&Params::new([("window_bits", "16")]), host).err().unwrap();
+        assert!(err.message.contains("`window_bits`"), "{err}");
         let report = check_compressor(crate::vmdump_compressor(), &Params::default()).unwrap();
         assert!(report.independent_decoder);
         eprintln!(
