@@ -190,6 +190,11 @@ impl PhysMap {
         (i < self.runs.len() && self.runs[i].start_pfn <= pfn).then_some(i)
     }
 
+    /// The run holding `pfn`, or `None` for a hole.
+    pub fn run_of(&self, pfn: u64) -> Option<&PageRun> {
+        self.run_index(pfn).map(|i| &self.runs[i])
+    }
+
     /// True if `pfn` is RAM.
     pub fn is_ram(&self, pfn: u64) -> bool {
         self.run_index(pfn).is_some()

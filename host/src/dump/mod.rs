@@ -139,13 +139,14 @@ pub fn dump(
         exclude_zero,
     };
     let mut writer = KdumpWriter::begin(sink, &preamble)?;
-    let mut reader = BatchReader::new(vmcore, config.batch_pages, config.read_mode);
+    let ram = phys.runs().iter().map(|r| Ok::<_, DumpError>(r.start_pfn..r.end_pfn));
+    let mut reader = BatchReader::new(vmcore, ram, config.batch_pages, config.read_mode, false);
     let mut progress = Progress::new("Copying data", layout.num_dumpable, config.progress);
     let slots = (0..4 * config.threads + 4).map(|_| Slot::default()).collect();
     let workers = crate::pool::run_ordered(
         slots,
         config.threads,
-        |slot: &mut Slot| reader.fill(&mut slot.pages).map_err(DumpError::from),
+        |slot: &mut Slot| reader.fill(&mut slot.pages),
         || Worker::new(codec.map_or_else(PageEncoder::raw, Codec::encoder), exclude_zero),
         |worker: &mut Worker<'_>, slot: &mut Slot| worker.encode(slot),
         |slot: &mut Slot| {

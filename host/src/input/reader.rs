@@ -9,6 +9,7 @@
 //! rest of the run to pread (as makedumpfile does with /proc/vmcore).
 
 use std::io;
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -95,22 +96,38 @@ impl PageBatch {
     }
 }
 
-/// Produces the batches of a vmcore in pfn order.
-pub struct BatchReader<'v> {
+/// Produces batches of the pfn ranges it is given, in order.
+pub struct BatchReader<'v, I> {
     vmcore: &'v Vmcore,
-    batch_pages: usize,
+    batch_pages: u64,
     mode: ReadMode,
-    run: usize,
-    next_pfn: u64,
+    populate: bool,
+    ranges: I,
+    current: Range<u64>,
     window: Option<Arc<Window>>,
     mmap_failure: Option<io::Error>,
 }
 
-impl<'v> BatchReader<'v> {
-    /// A reader of at most `batch_pages` pages per batch.
-    pub fn new(vmcore: &'v Vmcore, batch_pages: usize, mode: ReadMode) -> Self {
-        let next_pfn = vmcore.phys().runs().first().map_or(0, |r| r.start_pfn);
-        Self { vmcore, batch_pages: batch_pages.max(1), mode, run: 0, next_pfn, window: None, mmap_failure: None }
+impl<'v, I, E> BatchReader<'v, I>
+where
+    I: Iterator<Item = Result<Range<u64>, E>>,
+    E: From<ReadError>,
+{
+    /// A reader of the pfn `ranges` (increasing, RAM only), at most
+    /// `batch_pages` pages per batch. `sparse` says that the ranges leave
+    /// out many pages: windows are then not populated up front, so pages
+    /// nobody reads are not read.
+    pub fn new(vmcore: &'v Vmcore, ranges: I, batch_pages: usize, mode: ReadMode, sparse: bool) -> Self {
+        Self {
+            vmcore,
+            batch_pages: batch_pages.max(1) as u64,
+            mode,
+            populate: !sparse,
+            ranges,
+            current: 0..0,
+            window: None,
+            mmap_failure: None,
+        }
     }
 
     /// The mmap error that switched the run to pread, if one did.
@@ -121,35 +138,35 @@ impl<'v> BatchReader<'v> {
     /// Fills `batch` with the next pages; `Ok(false)` at the end.
     ///
     /// # Errors
-    /// [`ReadError`] when the file cannot be read.
-    pub fn fill(&mut self, batch: &mut PageBatch) -> Result<bool, ReadError> {
-        let runs = self.vmcore.phys().runs();
-        while let Some(run) = runs.get(self.run) {
-            if self.next_pfn < run.end_pfn {
-                let run = *run;
-                self.fill_from(&run, batch)?;
-                return Ok(true);
+    /// The ranges' error, or a [`ReadError`] when the file cannot be read.
+    pub fn fill(&mut self, batch: &mut PageBatch) -> Result<bool, E> {
+        while self.current.is_empty() {
+            match self.ranges.next() {
+                None => return Ok(false),
+                Some(range) => self.current = range?,
             }
-            self.run += 1;
-            self.next_pfn = runs.get(self.run).map_or(0, |r| r.start_pfn);
         }
-        Ok(false)
+        let pfn = self.current.start;
+        let run = *self.vmcore.phys().run_of(pfn).expect("pfn ranges lie in RAM");
+        let limit = (self.current.end.min(run.end_pfn) - pfn).min(self.batch_pages);
+        let taken = self.fill_from(&run, pfn, limit, batch)?;
+        self.current.start += taken;
+        Ok(true)
     }
 
-    /// Whole pages of `run` from `next_pfn` that can go in one batch.
-    fn whole_pages(&self, run: &PageRun) -> u64 {
+    /// Whole pages of `run` from `pfn`, at most `limit`.
+    fn whole_pages(&self, run: &PageRun, pfn: u64, limit: u64) -> u64 {
         let ps = self.vmcore.page_size();
         let seg = &run.segment;
         let file_end = seg.paddr + seg.file_size.min(seg.mem_size);
-        let starts_whole = self.next_pfn * ps >= seg.paddr;
-        let whole_end = (file_end / ps).min(run.end_pfn);
-        if starts_whole { whole_end.saturating_sub(self.next_pfn).min(self.batch_pages as u64) } else { 0 }
+        let starts_whole = pfn * ps >= seg.paddr;
+        if starts_whole { (file_end / ps).saturating_sub(pfn).min(limit) } else { 0 }
     }
 
-    fn fill_from(&mut self, run: &PageRun, batch: &mut PageBatch) -> Result<(), ReadError> {
+    /// Puts up to `limit` pages from `pfn` into `batch`; returns how many.
+    fn fill_from(&mut self, run: &PageRun, pfn: u64, limit: u64, batch: &mut PageBatch) -> Result<u64, ReadError> {
         let ps = self.vmcore.page_size() as usize;
-        let pfn = self.next_pfn;
-        let whole = self.whole_pages(run);
+        let whole = self.whole_pages(run, pfn, limit);
         if whole == 0 {
             batch.reset(pfn, 1, ps);
             batch.buf.resize(ps, 0);
@@ -157,13 +174,10 @@ impl<'v> BatchReader<'v> {
                 .phys()
                 .read_page(self.vmcore.file(), pfn, &mut batch.buf)
                 .map_err(|e| self.error(pfn, 1, 0, io::Error::other(e.to_string())))?;
-            self.next_pfn += 1;
-            return Ok(());
+            return Ok(1);
         }
         let offset = run.segment.file_offset + (pfn * ps as u64 - run.segment.paddr);
-        let count = self.map_or_read(batch, pfn, whole as usize, offset)?;
-        self.next_pfn += count as u64;
-        Ok(())
+        Ok(self.map_or_read(batch, pfn, whole as usize, offset)? as u64)
     }
 
     /// Points `batch` at up to `count` pages from file `offset`, through a
@@ -193,7 +207,7 @@ impl<'v> BatchReader<'v> {
         let covers = |w: &Window| offset >= w.offset() && offset + ps as u64 <= w.offset() + w.bytes().len() as u64;
         if !self.window.as_deref().is_some_and(covers) {
             let map_len = (window_bytes.max(len) as u64).min(self.vmcore.file_size() - offset) as usize;
-            match Window::map(self.vmcore.file(), offset, map_len) {
+            match Window::map(self.vmcore.file(), offset, map_len, self.populate) {
                 Ok(w) => self.window = Some(Arc::new(w)),
                 Err(e) => {
                     self.mode = ReadMode::Pread;

@@ -18,18 +18,23 @@ pub struct Window {
 }
 
 impl Window {
-    /// Maps `len` bytes of `file` from `offset` (any alignment).
+    /// Maps `len` bytes of `file` from `offset` (any alignment); with
+    /// `populate`, every page is mapped at once (MAP_POPULATE) instead of one
+    /// fault per page, which pays when all of them will be read.
     ///
     /// # Errors
     /// The mmap error (e.g. a `/proc/vmcore` whose kernel refuses mmap).
-    pub fn map(file: &File, offset: u64, len: usize) -> io::Result<Self> {
+    pub fn map(file: &File, offset: u64, len: usize, populate: bool) -> io::Result<Self> {
+        let mut options = MmapOptions::new();
+        options.offset(offset).len(len);
+        if populate {
+            options.populate();
+        }
         // SAFETY: the mapping is read-only and private. The vmcore must not be
         // truncated while we read it (a truncated mapping raises SIGBUS); the
         // input is checked against the program headers before any window is
         // mapped, and /proc/vmcore cannot shrink.
-        // MAP_POPULATE: the window's pages are mapped in one go instead of
-        // one page fault per 4 KiB page.
-        let map = unsafe { MmapOptions::new().offset(offset).len(len).populate().map(file)? };
+        let map = unsafe { options.map(file)? };
         // Advice is a hint; a kernel that ignores it changes nothing.
         let _ = map.advise(Advice::Sequential);
         Ok(Self { map, offset })
