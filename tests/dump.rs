@@ -220,3 +220,63 @@ fn every_shipped_profile_makes_a_readable_dump() {
         assert_eq!((read.equal, read.missing), (summary.ram_pages, 0), "{}: {}", profile.display(), read.raw);
     }
 }
+
+/// Excludes every fifth pfn and one block, as free pages.
+struct EveryFifth;
+
+impl vmdump::dump::MetadataFilter for EveryFifth {
+    fn cursor(&self) -> Result<Box<dyn vmdump::dump::WindowFilter + '_>, vmdump::dump::DumpError> {
+        Ok(Box::new(EveryFifthCursor))
+    }
+}
+
+struct EveryFifthCursor;
+
+fn excluded_by_every_fifth(pfn: u64) -> bool {
+    pfn % 5 == 0 || (0x3000..0x3800).contains(&pfn)
+}
+
+impl vmdump::dump::WindowFilter for EveryFifthCursor {
+    fn exclude(
+        &mut self,
+        window: std::ops::Range<u64>,
+        is_ram: &dyn Fn(u64) -> bool,
+        excluded: &mut [u64],
+        counts: &mut vmdump::dump::ExcludedCounts,
+    ) -> Result<(), vmdump::dump::DumpError> {
+        for pfn in window.clone().filter(|&p| excluded_by_every_fifth(p) && is_ram(p)) {
+            let bit = pfn - window.start;
+            excluded[(bit / 64) as usize] |= 1 << (bit % 64);
+            counts.free += 1;
+        }
+        Ok(())
+    }
+}
+
+fn filtered_dump(vmcore: &Path, out: &Path, threads: usize) -> vmdump::dump::DumpReport {
+    let input = vmdump::input::Vmcore::open(vmcore).unwrap();
+    let file = std::fs::File::create(out).unwrap();
+    let mut sink = vmdump::output::sink::FileSink::new(file, None);
+    let config = vmdump::dump::DumpConfig { dump_level: 17, threads, ..Default::default() };
+    vmdump::dump::dump(&input, None, Some(&EveryFifth), &config, &mut sink).unwrap()
+}
+
+#[test]
+fn a_metadata_filter_leaves_out_exactly_what_it_excludes() {
+    let dir = temp_dir("dump-filter");
+    let spec = SynthSpec { ram_bytes: 96 << 20, ..quirky_spec() };
+    let (vmcore, summary) = synthetic(&dir, spec.clone());
+    let out = dir.join("filtered");
+    let report = filtered_dump(&vmcore, &out, 2);
+    let ram: Vec<u64> = synth::ram_ranges(&spec).into_iter().flat_map(|r| r.start / 4096..r.end.div_ceil(4096)).collect();
+    let excluded = ram.iter().filter(|&&p| excluded_by_every_fifth(p)).count() as u64;
+    assert_eq!(report.excluded.free, excluded, "only RAM pages are counted");
+    let counts = dump_counts(&out);
+    assert_eq!(counts.ram_pages, summary.ram_pages);
+    assert_eq!(counts.pages_in_file, summary.ram_pages - excluded);
+    let read = libkdumpfile_compare(&out, &vmcore);
+    assert_eq!((read.equal, read.different, read.missing), (summary.ram_pages - excluded, 0, excluded), "{}", read.raw);
+    let again = dir.join("filtered-1-thread");
+    filtered_dump(&vmcore, &again, 1);
+    assert!(std::fs::read(&again).unwrap() == std::fs::read(&out).unwrap(), "thread count changed the bytes");
+}

@@ -72,7 +72,7 @@ def main():
             _, expected = elf_page(f, loads, pfn)
             try:
                 got = dump.read(kdumpfile.KDUMP_MACHPHYSADDR, pfn * PAGE, PAGE)
-            except kdumpfile.exceptions.NoDataError:
+            except kdumpfile.exceptions.NoDataException:
                 missing.append(pfn)
                 continue
             if bytes(got) == expected:

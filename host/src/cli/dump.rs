@@ -166,14 +166,14 @@ fn write_dump(
 ) -> anyhow::Result<DumpReport> {
     if args.output == Path::new("-") {
         let mut sink = FlattenedSink::new(BufWriter::with_capacity(1 << 20, std::io::stdout().lock()))?;
-        return Ok(dump(vmcore, codec, config, &mut sink)?);
+        return Ok(dump(vmcore, codec, None, config, &mut sink)?);
     }
     let file = create_output(&args.output, args.force)?;
     let mut sink: Box<dyn Sink> = match profile.dump.format {
         OutputFormat::Kdump => Box::new(FileSink::new(file, None).sync_on_finish(args.sync)),
         OutputFormat::Flattened => Box::new(FlattenedSink::new(BufWriter::with_capacity(1 << 20, file))?),
     };
-    dump(vmcore, codec, config, sink.as_mut()).map_err(|e| {
+    dump(vmcore, codec, None, config, sink.as_mut()).map_err(|e| {
         // A half-written file is not a dump: never leave one that looks whole.
         let removed = std::fs::remove_file(&args.output).is_ok();
         let note = if removed { " (the partial output was removed)" } else { "" };
@@ -187,7 +187,7 @@ fn write_dump(
 /// Any failure, with the file and the reason.
 pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
     let profile = args.profile()?;
-    crate::dump::check_level(profile.dump.level)?;
+    crate::dump::check_level(profile.dump.level, false)?;
     let mut vmcore = Vmcore::open(&args.input)?;
     match vmcore.kernel_memory_end() {
         Ok(Some(end)) => vmcore.limit_pfns(end),

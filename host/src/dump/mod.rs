@@ -6,6 +6,7 @@
 //! order (`crate::pool`). Memory is bounded by the slots in flight, whatever
 //! the size of the dumped machine.
 
+mod filter;
 mod report;
 mod slot;
 mod writer;
@@ -13,9 +14,10 @@ mod writer;
 use vmdump_format::FormatError;
 use vmdump_format::kdump::Layout;
 
+pub use filter::{DumpableRanges, ExcludedCounts, MetadataFilter, WINDOW_PFNS, WindowFilter, bit};
 pub use report::DumpReport;
 pub use slot::{PageRecord, Slot, Worker, is_zero_page};
-use writer::{KdumpWriter, Preamble};
+use writer::{KdumpWriter, Preamble, write_bitmaps};
 
 use crate::codec::{Codec, EncodeStats, PageEncoder};
 use crate::input::{BatchReader, ReadError, ReadMode, Vmcore};
@@ -91,12 +93,16 @@ impl From<FormatError> for DumpError {
     }
 }
 
-/// Refuses, before anything is written, what this version cannot dump.
+/// Refuses, before anything is written, what this version cannot dump:
+/// dump level bits above 1 without a metadata filter to honour them.
 ///
 /// # Errors
 /// [`DumpError::Unsupported`] naming the dump level bits.
-pub fn check_level(level: u8) -> Result<(), DumpError> {
-    if level & !DL_EXCLUDE_ZERO != 0 {
+pub fn check_level(level: u8, have_filter: bool) -> Result<(), DumpError> {
+    if level > 31 {
+        return Err(DumpError::Unsupported(format!("dump level {level} is out of range 0..=31")));
+    }
+    if level & !DL_EXCLUDE_ZERO != 0 && !have_filter {
         return Err(DumpError::Unsupported(format!(
             "dump level {level} asks to exclude page cache, user or free pages (bits 2, 4, 8, 16): \
              page classification is not implemented yet; use -d 0 or -d 1"
@@ -114,33 +120,46 @@ fn preamble_header(vmcore: &Vmcore, layout: &Layout, codec: Option<&Codec>) -> v
     header
 }
 
-/// Dumps `vmcore` into `sink`, compressing with `codec` (raw pages when `None`).
+/// The pfn ranges the reader reads: every RAM run, or what a filter keeps.
+type Ranges<'a> = Box<dyn Iterator<Item = Result<std::ops::Range<u64>, DumpError>> + Send + 'a>;
+
+/// Dumps `vmcore` into `sink`, compressing with `codec` (raw pages when
+/// `None`) and leaving out what `filter` excludes.
 ///
 /// # Errors
 /// [`DumpError`]; nothing is written for an unsupported request.
 pub fn dump(
     vmcore: &Vmcore,
     codec: Option<&Codec>,
+    filter: Option<&dyn MetadataFilter>,
     config: &DumpConfig,
     sink: &mut dyn Sink,
 ) -> Result<DumpReport, DumpError> {
-    check_level(config.dump_level)?;
+    check_level(config.dump_level, filter.is_some())?;
     let phys = vmcore.phys();
     let page_size = u32::try_from(vmcore.page_size()).map_err(|_| DumpError::Unsupported("page size".into()))?;
-    let layout = Layout::from_notes(phys.max_pfn(), page_size, &vmcore.elf().notes, phys.ram_pages())?;
+    let notes = &vmcore.elf().notes;
+    let mut excluded = ExcludedCounts::default();
+    let bitmaps = Layout::from_notes(phys.max_pfn(), page_size, notes, 0)?;
+    let mut cursor = filter.map(|f| f.cursor()).transpose()?;
+    let dumpable = write_bitmaps(sink, &bitmaps, phys, cursor.as_deref_mut(), &mut excluded)?;
+    drop(cursor);
+    let layout = Layout::from_notes(phys.max_pfn(), page_size, notes, dumpable)?;
     let phys_base = vmcore.vmcoreinfo().and_then(|i| i.phys_base()).unwrap_or(0);
     let exclude_zero = config.dump_level & DL_EXCLUDE_ZERO != 0;
     let preamble = Preamble {
         header: preamble_header(vmcore, &layout, codec),
         sub_header: layout.sub_header(phys_base, i32::from(config.dump_level)),
-        notes: &vmcore.elf().notes.bytes,
+        notes: &notes.bytes,
         layout: &layout,
-        phys,
         exclude_zero,
     };
     let mut writer = KdumpWriter::begin(sink, &preamble)?;
-    let ram = phys.runs().iter().map(|r| Ok::<_, DumpError>(r.start_pfn..r.end_pfn));
-    let mut reader = BatchReader::new(vmcore, ram, config.batch_pages, config.read_mode, false);
+    let ranges: Ranges<'_> = match filter {
+        Some(f) => Box::new(DumpableRanges::new(phys, f.cursor()?)),
+        None => Box::new(phys.runs().iter().map(|r| Ok(r.start_pfn..r.end_pfn))),
+    };
+    let mut reader = BatchReader::new(vmcore, ranges, config.batch_pages, config.read_mode, filter.is_some());
     let mut progress = Progress::new("Copying data", layout.num_dumpable, config.progress);
     let slots = (0..4 * config.threads + 4).map(|_| Slot::default()).collect();
     let workers = crate::pool::run_ordered(
@@ -175,6 +194,7 @@ pub fn dump(
         max_mapnr: layout.max_mapnr,
         ram_pages: phys.ram_pages(),
         pages_in_file: layout.num_dumpable,
+        excluded,
         zero_pages,
         encode,
         bytes_written,

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use super::ExcludedCounts;
 use crate::codec::EncodeStats;
 
 /// The counts of one dump.
@@ -15,6 +16,8 @@ pub struct DumpReport {
     pub ram_pages: u64,
     /// Pages with a descriptor (2nd bitmap).
     pub pages_in_file: u64,
+    /// Pages a metadata filter left out, by category.
+    pub excluded: ExcludedCounts,
     /// Zero pages pointed at the shared zero page.
     pub zero_pages: u64,
     /// Compressed, incompressible and plugin-failed page counts.
@@ -38,7 +41,7 @@ impl DumpReport {
 
     /// Excluded pages, as makedumpfile counts them (zero pages included).
     pub fn excluded_pages(&self) -> u64 {
-        self.zero_pages + (self.ram_pages - self.pages_in_file)
+        self.zero_pages + self.excluded.total()
     }
 
     /// makedumpfile's report, line for line (§7.4).
@@ -50,14 +53,15 @@ impl DumpReport {
         let _ = writeln!(t);
         let _ = writeln!(t, "Original pages  : {}", hex(original));
         let _ = writeln!(t, "  Excluded pages   : {}", hex(excluded));
+        let x = &self.excluded;
         for (label, value) in [
             ("Pages filled with zero  ", self.zero_pages),
-            ("Non-private cache pages ", 0),
-            ("Private cache pages     ", 0),
-            ("User process data pages ", 0),
-            ("Free pages              ", 0),
-            ("Hwpoison pages          ", 0),
-            ("Offline pages           ", 0),
+            ("Non-private cache pages ", x.cache),
+            ("Private cache pages     ", x.cache_private),
+            ("User process data pages ", x.user),
+            ("Free pages              ", x.free),
+            ("Hwpoison pages          ", x.hwpoison),
+            ("Offline pages           ", x.offline),
         ] {
             let _ = writeln!(t, "    {label}: {}", hex(value));
         }

@@ -1,5 +1,6 @@
-//! Writes a kdump-compressed file (kdump-format.md §1, checklist §11) in
-//! one pass: header, sub header and notes, both bitmaps, then page data and
+//! Writes a kdump-compressed file (kdump-format.md §1, checklist §11): both
+//! bitmaps first (their count places the data), then header, sub header and
+//! notes, then page data and
 //! descriptors side by side. Each slot's data is already contiguous, so it
 //! is written as it is (one write, no copy); descriptors gather in a cache
 //! that is flushed only after the data it points at, so the descriptors on
@@ -9,13 +10,13 @@
 use vmdump_format::kdump::{DiskDumpHeader, Layout, PageDesc, SubHeader};
 use vmdump_format::phys::PhysMap;
 
+use super::DumpError;
+use super::filter::{ExcludedCounts, WINDOW_PFNS, WindowFilter};
 use super::slot::{PageRecord, Slot};
 use crate::output::sink::{Sink, SinkError};
 
 /// Bytes of the descriptor cache.
 const CACHE_BYTES: usize = 1 << 20;
-/// Bytes of bitmap built and written at a time (8 Mi pfns = 32 GiB of RAM).
-const BITMAP_CHUNK: u64 = 1 << 20;
 
 /// The streaming part of the writer, once the headers and bitmaps are out.
 pub struct KdumpWriter<'s> {
@@ -41,8 +42,6 @@ pub struct Preamble<'a> {
     pub notes: &'a [u8],
     /// Offsets and sizes.
     pub layout: &'a Layout,
-    /// RAM pages (1st bitmap); every RAM page is dumpable at this level.
-    pub phys: &'a PhysMap,
     /// Write the shared zero page (dump level bit 1).
     pub exclude_zero: bool,
 }
@@ -59,17 +58,44 @@ fn fill_bitmap(phys: &PhysMap, first: u64, out: &mut [u8]) {
     }
 }
 
-fn write_bitmaps(sink: &mut dyn Sink, layout: &Layout, phys: &PhysMap) -> Result<(), SinkError> {
-    let mut chunk = vec![0u8; BITMAP_CHUNK.min(layout.bitmap_len) as usize];
-    let mut done = 0;
+/// Writes both bitmaps window by window: the 1st is RAM, the 2nd RAM less
+/// what `filter` excludes. Returns the pages in the file (bits of the 2nd).
+///
+/// # Errors
+/// The sink's or the filter's error.
+pub fn write_bitmaps(
+    sink: &mut dyn Sink,
+    layout: &Layout,
+    phys: &PhysMap,
+    mut filter: Option<&mut (dyn WindowFilter + '_)>,
+    counts: &mut ExcludedCounts,
+) -> Result<u64, DumpError> {
+    let chunk_bytes = (WINDOW_PFNS / 8) as usize;
+    let mut ram = vec![0u8; chunk_bytes.min(layout.bitmap_len as usize)];
+    let mut dumpable = ram.clone();
+    let mut excluded = Vec::new();
+    let (mut done, mut pages) = (0u64, 0u64);
     while done < layout.bitmap_len {
-        let len = (layout.bitmap_len - done).min(BITMAP_CHUNK) as usize;
-        fill_bitmap(phys, done * 8, &mut chunk[..len]);
-        sink.write_at(layout.bitmap1_offset + done, &chunk[..len])?;
-        sink.write_at(layout.bitmap2_offset + done, &chunk[..len])?;
+        let len = (layout.bitmap_len - done).min(chunk_bytes as u64) as usize;
+        let first = done * 8;
+        fill_bitmap(phys, first, &mut ram[..len]);
+        dumpable[..len].copy_from_slice(&ram[..len]);
+        if let Some(filter) = filter.as_deref_mut() {
+            let end = (first + 8 * len as u64).min(phys.max_pfn());
+            excluded.clear();
+            excluded.resize((end.saturating_sub(first)).div_ceil(64) as usize, 0u64);
+            if end > first {
+                filter.exclude(first..end, &|pfn| phys.is_ram(pfn), &mut excluded, counts)?;
+            }
+            let words = excluded.iter().flat_map(|w| w.to_le_bytes());
+            dumpable[..len].iter_mut().zip(words).for_each(|(d, x)| *d &= !x);
+        }
+        pages += dumpable[..len].iter().map(|b| u64::from(b.count_ones())).sum::<u64>();
+        sink.write_at(layout.bitmap1_offset + done, &ram[..len])?;
+        sink.write_at(layout.bitmap2_offset + done, &dumpable[..len])?;
         done += len as u64;
     }
-    Ok(())
+    Ok(pages)
 }
 
 impl<'s> KdumpWriter<'s> {
@@ -82,7 +108,6 @@ impl<'s> KdumpWriter<'s> {
         sink.write_at(0, &pre.header.encode())?;
         sink.write_at(u64::from(layout.block_size), &pre.sub_header.encode())?;
         sink.write_at(layout.offset_note, pre.notes)?;
-        write_bitmaps(sink, layout, pre.phys)?;
         let page_size = u64::from(layout.block_size);
         let mut writer = Self {
             sink,

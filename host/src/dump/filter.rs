@@ -1,0 +1,158 @@
+//! Metadata filters: page exclusion decided from the kernel's own records
+//! (struct page), before any page byte is read (kdump-format.md §5).
+//!
+//! A filter works on windows of pfns in increasing order, one bitset per
+//! window, so memory stays bounded whatever the size of the machine. The
+//! dump runs it twice, as makedumpfile's cyclic mode does: once to write the
+//! 2nd bitmap and count the pages (the data area starts after one descriptor
+//! per page), and once, on the reader thread, to skip the excluded pages.
+
+use std::ops::{AddAssign, Range};
+
+use vmdump_format::phys::PhysMap;
+
+use super::DumpError;
+
+/// Pfns per filter window: one 1 MiB bitset (32 GiB of 4 KiB pages).
+pub const WINDOW_PFNS: u64 = 1 << 23;
+
+/// Excluded pages by makedumpfile's report categories (§7.4).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ExcludedCounts {
+    /// Non-private cache pages (dump level bit 2).
+    pub cache: u64,
+    /// Private cache pages (bit 4).
+    pub cache_private: u64,
+    /// User process data pages (bit 8).
+    pub user: u64,
+    /// Free pages (bit 16).
+    pub free: u64,
+    /// Hardware-poisoned pages.
+    pub hwpoison: u64,
+    /// Offline pages.
+    pub offline: u64,
+}
+
+impl ExcludedCounts {
+    /// Every excluded page.
+    pub fn total(&self) -> u64 {
+        self.cache + self.cache_private + self.user + self.free + self.hwpoison + self.offline
+    }
+}
+
+impl AddAssign for ExcludedCounts {
+    fn add_assign(&mut self, o: Self) {
+        self.cache += o.cache;
+        self.cache_private += o.cache_private;
+        self.user += o.user;
+        self.free += o.free;
+        self.hwpoison += o.hwpoison;
+        self.offline += o.offline;
+    }
+}
+
+/// Shared state of a metadata filter; hands out one cursor per pass.
+pub trait MetadataFilter: Sync {
+    /// A cursor over windows in increasing order.
+    ///
+    /// # Errors
+    /// When the filter cannot start (its kernel structures are unreadable).
+    fn cursor(&self) -> Result<Box<dyn WindowFilter + '_>, DumpError>;
+}
+
+/// Classifies windows of pfns, in increasing order (state such as a free
+/// block running past a window's end carries into the next call).
+pub trait WindowFilter: Send {
+    /// Sets bit `pfn - window.start` of `excluded` (cleared by the caller)
+    /// for every excluded pfn of `window` that `is_ram`, and counts it.
+    ///
+    /// # Errors
+    /// When the kernel structures of the window cannot be read.
+    fn exclude(
+        &mut self,
+        window: Range<u64>,
+        is_ram: &dyn Fn(u64) -> bool,
+        excluded: &mut [u64],
+        counts: &mut ExcludedCounts,
+    ) -> Result<(), DumpError>;
+}
+
+/// Whether bit `i` of `bits` is set.
+pub fn bit(bits: &[u64], i: u64) -> bool {
+    bits[(i / 64) as usize] >> (i % 64) & 1 == 1
+}
+
+/// The pfn ranges to dump: RAM minus what the filter excludes, produced
+/// lazily window by window (one bitset in memory, however fragmented).
+pub struct DumpableRanges<'a> {
+    phys: &'a PhysMap,
+    cursor: Box<dyn WindowFilter + 'a>,
+    excluded: Vec<u64>,
+    window: Range<u64>,
+    next_pfn: u64,
+    counts: ExcludedCounts,
+}
+
+impl<'a> DumpableRanges<'a> {
+    /// The ranges of `phys` that `cursor` keeps.
+    pub fn new(phys: &'a PhysMap, cursor: Box<dyn WindowFilter + 'a>) -> Self {
+        let start = phys.runs().first().map_or(0, |r| r.start_pfn);
+        Self { phys, cursor, excluded: Vec::new(), window: 0..0, next_pfn: start, counts: ExcludedCounts::default() }
+    }
+
+    /// What the filter excluded so far.
+    pub fn counts(&self) -> ExcludedCounts {
+        self.counts
+    }
+
+    fn load_window(&mut self, pfn: u64) -> Result<(), DumpError> {
+        let start = pfn - pfn % WINDOW_PFNS;
+        let end = (start + WINDOW_PFNS).min(self.phys.max_pfn());
+        self.excluded.clear();
+        self.excluded.resize((end - start).div_ceil(64) as usize, 0);
+        let phys = self.phys;
+        self.cursor.exclude(start..end, &|pfn| phys.is_ram(pfn), &mut self.excluded, &mut self.counts)?;
+        self.window = start..end;
+        Ok(())
+    }
+
+    fn kept(&self, pfn: u64) -> bool {
+        !bit(&self.excluded, pfn - self.window.start)
+    }
+
+    fn next_range(&mut self) -> Result<Option<Range<u64>>, DumpError> {
+        loop {
+            let Some(run) = self.phys.run_of(self.next_pfn).copied().or_else(|| self.next_run()) else {
+                return Ok(None);
+            };
+            let pfn = self.next_pfn.max(run.start_pfn);
+            if !self.window.contains(&pfn) {
+                self.load_window(pfn)?;
+            }
+            let end = run.end_pfn.min(self.window.end);
+            let first = (pfn..end).find(|&p| self.kept(p));
+            let Some(first) = first else {
+                self.next_pfn = end;
+                continue;
+            };
+            let last = (first..end).find(|&p| !self.kept(p)).unwrap_or(end);
+            self.next_pfn = last;
+            return Ok(Some(first..last));
+        }
+    }
+
+    /// The first run after `next_pfn`, moving `next_pfn` to its start.
+    fn next_run(&mut self) -> Option<vmdump_format::phys::PageRun> {
+        let run = *self.phys.runs().iter().find(|r| r.start_pfn >= self.next_pfn)?;
+        self.next_pfn = run.start_pfn;
+        Some(run)
+    }
+}
+
+impl Iterator for DumpableRanges<'_> {
+    type Item = Result<Range<u64>, DumpError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_range().transpose()
+    }
+}
