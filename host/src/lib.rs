@@ -5,6 +5,7 @@
 //! the command line ([`cli`]).
 #![deny(unsafe_code)]
 
+pub mod classify;
 pub mod cli;
 pub mod codec;
 pub mod dump;

@@ -25,7 +25,7 @@ pub(crate) use image::{
     elf_header as image_elf_header, note as image_note, note_program_header as image_note_phdr,
     program_header as image_phdr,
 };
-pub use kernel::{KernelLayout, KernelSpec, kernel_layout};
+pub use kernel::{Class, Flavour, KernelLayout, KernelSpec, kernel_layout};
 pub use page::{PAGE_SIZE, PageKind, page, page_kind};
 
 use std::fs::File;
@@ -242,6 +242,14 @@ pub fn expected_page(spec: &SynthSpec, pfn: u64, buf: &mut [u8; PAGE_SIZE]) -> b
         buf[(range.end - start) as usize..].fill(0);
     }
     true
+}
+
+/// The class a dump tool should give `pfn` by its struct page, when the
+/// spec asks for [`KernelSpec::struct_pages`]: `None` for pages no dump
+/// level excludes (kernel, slab, reserved pages, holes, pfns beyond RAM).
+/// Whether a level excludes the page is [`Class::excluded_at`].
+pub fn expected_class(spec: &SynthSpec, pfn: u64) -> Option<Class> {
+    kernel::layout(spec)?.expected_class(pfn)
 }
 
 /// Counts pages and computes the file size without writing anything.

@@ -36,6 +36,10 @@ use std::sync::Arc;
 use super::{PAGE_SIZE, SynthSpec};
 
 mod build;
+mod flavour;
+mod struct_pages;
+
+pub use flavour::{Class, Flavour};
 
 /// `__START_KERNEL_map`.
 pub const START_KERNEL_MAP: u64 = 0xffff_ffff_8000_0000;
@@ -73,6 +77,10 @@ pub struct KernelSpec {
     /// Add a 256 KiB PT_LOAD at 0xfffc0000 (`p_vaddr` 0) that no memory
     /// section covers; needs RAM to end below it.
     pub bios_rom: bool,
+    /// Fill the vmemmap with struct pages of this kernel flavour (module
+    /// `struct_pages`) and export its `struct page` keys in VMCOREINFO;
+    /// `None` leaves the struct pages zero (the output of earlier versions).
+    pub struct_pages: Option<Flavour>,
 }
 
 /// Where the generator put the kernel structures (all addresses virtual
@@ -112,6 +120,10 @@ pub struct KernelLayout {
     pub max_physmem_bits: u32,
     /// Numbers of the present sections, ascending.
     pub present_sections: Vec<u64>,
+    /// The flavour of the struct pages, if they are filled.
+    pub struct_pages: Option<Flavour>,
+    /// Class code of each pfn below the vmemmap's end (empty without struct pages).
+    classes: Vec<u8>,
     /// Non-zero kernel pages by pfn.
     pages: BTreeMap<u64, Box<[u8; PAGE_SIZE]>>,
     /// Zero kernel pages (pfn ranges, sorted).
@@ -149,6 +161,12 @@ impl KernelLayout {
         pfns
     }
 
+    /// The class a dump tool should give `pfn` (if it excludes it; see
+    /// [`Class::excluded_at`]), from the struct pages generated.
+    pub fn expected_class(&self, pfn: u64) -> Option<Class> {
+        flavour::class_from_code(*self.classes.get(usize::try_from(pfn).ok()?)?)
+    }
+
     pub(crate) fn override_at(&self, pfn: u64) -> Option<Override<'_>> {
         if let Some(bytes) = self.pages.get(&pfn) {
             return Some(Override::Bytes(bytes));
@@ -170,6 +188,7 @@ impl std::fmt::Debug for KernelLayout {
             .field("init_top_pgt", &format_args!("{:#x}", self.init_top_pgt))
             .field("mem_section", &format_args!("{:#x}", self.mem_section))
             .field("present_sections", &self.present_sections)
+            .field("struct_pages", &self.struct_pages)
             .field("data_pages", &self.pages.len())
             .field("zero_ranges", &self.zero.len())
             .finish_non_exhaustive()
@@ -239,7 +258,10 @@ pub(crate) fn patch_vmcoreinfo(text: &str, l: &KernelLayout) -> String {
         }
         out.push('\n');
     }
-    out
+    match l.struct_pages {
+        Some(flavour) => flavour::patch_vmcoreinfo(&out, flavour),
+        None => out,
+    }
 }
 
 #[cfg(test)]

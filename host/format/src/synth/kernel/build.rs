@@ -59,6 +59,8 @@ impl Alloc {
 struct Pages {
     bytes: BTreeMap<u64, Box<[u8; PAGE_SIZE]>>,
     zero: Vec<Range<u64>>,
+    /// vmemmap backing pages: (first pfn described, physical address).
+    vmemmap: Vec<(u64, u64)>,
 }
 
 impl Pages {
@@ -184,7 +186,7 @@ fn build_sections(
     Ok(Sections { roots_paddr, nr_roots })
 }
 
-/// Maps zero struct pages for the subsections of section `nr` below `top_pfn`.
+/// Maps struct pages (filled later by [`fill_struct_pages`]) for the subsections of section `nr` below `top_pfn`.
 fn map_vmemmap(
     l: &KernelLayout,
     nr: u64,
@@ -198,11 +200,42 @@ fn map_vmemmap(
     let n = (end - start) * STRUCT_PAGE_SIZE / PAGE;
     for i in 0..n {
         let backing = alloc.pages(1).ok_or_else(|| "RAM too small for the vmemmap".to_string())?;
-        pages.zero_pages(backing, 1);
+        pages.vmemmap.push((start + i * (PAGE / STRUCT_PAGE_SIZE), backing));
         let va = l.vmemmap_base + start * STRUCT_PAGE_SIZE + i * PAGE;
         pt.map(va, backing, MapSize::Page4K, &mut || alloc.pages(1))?;
     }
     Ok(())
+}
+
+/// Writes the struct pages into the vmemmap backing pages (zero pages
+/// without [`KernelSpec::struct_pages`]); returns the class code per pfn.
+fn fill_struct_pages(spec: &SynthSpec, l: &KernelLayout, ram: &[Range<u64>], pages: &mut Pages) -> Vec<u8> {
+    let Some(flavour) = l.struct_pages else {
+        for (_, backing) in std::mem::take(&mut pages.vmemmap) {
+            pages.zero_pages(backing, 1);
+        }
+        return Vec::new();
+    };
+    let per_page = PAGE / STRUCT_PAGE_SIZE;
+    let n = pages.vmemmap.iter().map(|&(first, _)| first + per_page).max().unwrap_or(0);
+    let mut kernel = vec![false; n as usize];
+    let mut mark = |pfns: Range<u64>| {
+        for pfn in pfns.start.min(n)..pfns.end.min(n) {
+            kernel[pfn as usize] = true;
+        }
+    };
+    pages.bytes.keys().for_each(|&pfn| mark(pfn..pfn + 1));
+    pages.zero.iter().for_each(|r| mark(r.clone()));
+    pages.vmemmap.iter().for_each(|&(_, pa)| mark(pa / PAGE..pa / PAGE + 1));
+    mark(l.image_phys / PAGE..(l.image_phys + IMAGE_BYTES) / PAGE);
+    let usable =
+        |pfn: u64| !kernel[pfn as usize] && ram.iter().any(|r| r.start <= pfn * PAGE && pfn * PAGE < r.end);
+    let built = struct_pages::build(spec.seed, flavour, n, l.vmemmap_base, &usable);
+    for (first, backing) in std::mem::take(&mut pages.vmemmap) {
+        let from = (first * STRUCT_PAGE_SIZE) as usize;
+        pages.page_mut(backing).copy_from_slice(&built.bytes[from..from + PAGE_SIZE]);
+    }
+    built.classes
 }
 
 /// A `struct new_utsname`: six 65-byte strings.
@@ -242,6 +275,8 @@ pub(super) fn build(spec: &SynthSpec) -> Result<KernelLayout, String> {
         nr_section_roots: 0,
         max_physmem_bits: if k.five_level { 52 } else { 46 },
         present_sections: present_sections(&ram),
+        struct_pages: None,
+        classes: Vec::new(),
         pages: BTreeMap::new(),
         zero: Vec::new(),
     };
@@ -257,6 +292,8 @@ pub(super) fn build(spec: &SynthSpec) -> Result<KernelLayout, String> {
     pages.put_u64(c.image_phys + VARS_OFF, l.mem_section);
     pages.put_u64(c.image_phys + VARS_OFF + 8, 1); // node 0 online
     pages.bytes.extend(pt.pages().map(|(pa, bytes)| (pa / PAGE, bytes)));
+    l.struct_pages = k.struct_pages;
+    l.classes = fill_struct_pages(spec, &l, &ram, &mut pages);
     let blank: Vec<u64> =
         pages.bytes.iter().filter(|(_, b)| b.iter().all(|&x| x == 0)).map(|(&p, _)| p).collect();
     for pfn in blank {

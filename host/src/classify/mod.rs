@@ -1,0 +1,298 @@
+//! Page classification from the kernel's `struct page` array, as
+//! makedumpfile does for dump-level bits 2, 4, 8 and 16 (kdump-format.md
+//! §5.1–§5.3; report categories §7.4).
+//!
+//! | item | what |
+//! |---|---|
+//! | [`Rules`] | kernel-version dependent values, all from VMCOREINFO |
+//! | [`decide`] | the §5.3 decision list over one decoded [`PageInfo`] |
+//! | [`PageClassifier`] | reads struct pages in 512-page batches through [`KernelMemory`] and marks excluded pfns window by window |
+//!
+//! ```text
+//! SectionTable ─► mem_map of a 512-pfn batch ─► KernelMemory::read_virt
+//!   ─► decode (+ next struct page for compound heads) ─► decide ─► bitset + ClassCounts
+//! ```
+//!
+//! Counting follows makedumpfile's report: an excluded page counts once, in
+//! the first matching category; a compound head excludes its whole folio
+//! (2^order) and a free buddy head 2^`private` pages, whose struct pages are
+//! then not looked at; pfns that are not RAM are never marked or counted.
+//! Free pages are found only through their struct pages (§5.3); the
+//! free-list walk of old kernels (§5.4) is not implemented, so bit 16 is
+//! unsupported when VMCOREINFO cannot identify buddy pages.
+#![forbid(unsafe_code)]
+
+mod decide;
+mod rules;
+mod scan;
+
+#[cfg(test)]
+mod tests;
+
+use std::ops::{AddAssign, Range};
+
+use vmdump_format::vmcoreinfo::VmcoreInfo;
+
+use crate::xlat::{KernelMemory, PhysRead, SectionTable, XlatError};
+
+pub use decide::{Decision, PageInfo, decide, decode};
+pub use rules::{CompoundRule, PageLayout, Rules, TailField};
+
+/// `-d` bit 2: page cache without PG_private.
+pub const DL_CACHE: u8 = 2;
+/// `-d` bit 4: all page cache.
+pub const DL_CACHE_PRIVATE: u8 = 4;
+/// `-d` bit 8: user data (anonymous and hugetlbfs pages).
+pub const DL_USER: u8 = 8;
+/// `-d` bit 16: free pages.
+pub const DL_FREE: u8 = 16;
+
+/// Report category of an excluded page (§7.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PageClass {
+    /// "Non-private cache pages".
+    Cache,
+    /// "Private cache pages".
+    CachePrivate,
+    /// "User process data pages".
+    User,
+    /// "Free pages".
+    Free,
+    /// "Hwpoison pages".
+    Hwpoison,
+    /// "Offline pages".
+    Offline,
+}
+
+/// Excluded pages per report category.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClassCounts {
+    /// Non-private cache pages.
+    pub cache: u64,
+    /// Private cache pages.
+    pub cache_private: u64,
+    /// User process data pages.
+    pub user: u64,
+    /// Free pages.
+    pub free: u64,
+    /// Hwpoison pages.
+    pub hwpoison: u64,
+    /// Offline pages.
+    pub offline: u64,
+}
+
+impl ClassCounts {
+    /// Adds `n` pages to `class`.
+    pub fn add(&mut self, class: PageClass, n: u64) {
+        *match class {
+            PageClass::Cache => &mut self.cache,
+            PageClass::CachePrivate => &mut self.cache_private,
+            PageClass::User => &mut self.user,
+            PageClass::Free => &mut self.free,
+            PageClass::Hwpoison => &mut self.hwpoison,
+            PageClass::Offline => &mut self.offline,
+        } += n;
+    }
+
+    /// All excluded pages.
+    pub fn total(&self) -> u64 {
+        self.cache + self.cache_private + self.user + self.free + self.hwpoison + self.offline
+    }
+}
+
+impl AddAssign for ClassCounts {
+    fn add_assign(&mut self, o: Self) {
+        self.cache += o.cache;
+        self.cache_private += o.cache_private;
+        self.user += o.user;
+        self.free += o.free;
+        self.hwpoison += o.hwpoison;
+        self.offline += o.offline;
+    }
+}
+
+fn bit_list(bits: u8) -> String {
+    let names: Vec<String> = [2u8, 4, 8, 16].iter().filter(|&&b| bits & b != 0).map(u8::to_string).collect();
+    names.join(", ")
+}
+
+/// Why pages cannot be classified.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClassifyError {
+    /// VMCOREINFO lacks keys the requested dump level needs.
+    #[error(
+        "dump level {level}: VMCOREINFO lacks {}, so bits {} cannot be honoured",
+        keys.join(", "),
+        bit_list(*unusable_bits)
+    )]
+    MissingKeys {
+        /// The requested dump level.
+        level: u8,
+        /// The requested bits of {2, 4, 8, 16} the missing keys block.
+        unusable_bits: u8,
+        /// The missing keys.
+        keys: Vec<&'static str>,
+    },
+    /// A VMCOREINFO value is out of the range this code supports.
+    #[error("VMCOREINFO {key}={value} is unusable: {reason}")]
+    BadKey {
+        /// The key, e.g. `OFFSET(page.mapping)`.
+        key: &'static str,
+        /// Its value.
+        value: i128,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The dump level is not in 0..=31.
+    #[error("dump level {0} is outside 0..=31")]
+    BadLevel(u8),
+    /// Struct pages could not be read.
+    #[error("reading the struct pages of pfns {:#x}..{:#x} at {vaddr:#x}: {cause}", pfns.start, pfns.end)]
+    Xlat {
+        /// The pfns whose struct pages were read.
+        pfns: Range<u64>,
+        /// Virtual address of the first struct page.
+        vaddr: u64,
+        /// The translation or read error.
+        cause: XlatError,
+    },
+    /// The caller's bitset is too short for the window.
+    #[error("window {:#x}..{:#x} needs {need} bitset words, got {got}", window.start, window.end)]
+    Bitset {
+        /// The window.
+        window: Range<u64>,
+        /// Words needed.
+        need: usize,
+        /// Words given.
+        got: usize,
+    },
+    /// Windows must come in increasing order.
+    #[error("window {:#x}..{:#x} starts before the end {previous_end:#x} of the previous one", window.start, window.end)]
+    WindowOrder {
+        /// The window.
+        window: Range<u64>,
+        /// End of the previous window.
+        previous_end: u64,
+    },
+}
+
+/// A multi-page exclusion that ran past the end of a window (§5.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Pending {
+    pfns: Range<u64>,
+    class: PageClass,
+}
+
+/// Classifies pages window by window (see the module docs).
+///
+/// Owns its state (the pending exclusion carried between windows): use one
+/// per pass over the dump, windows in increasing order.
+pub struct PageClassifier<'m, R: PhysRead> {
+    memory: &'m KernelMemory<'m, R>,
+    sections: SectionTable,
+    rules: Rules,
+    level: u8,
+    pending: Option<Pending>,
+    previous_end: u64,
+    invalid_free_orders: u64,
+    buf: Vec<u8>,
+}
+
+impl<'m, R: PhysRead> PageClassifier<'m, R> {
+    /// Checks that VMCOREINFO has every key the requested bits need and
+    /// derives the kernel-version dependent rules ([`Rules`]).
+    ///
+    /// # Errors
+    ///
+    /// [`ClassifyError::MissingKeys`] naming the keys and the bits they
+    /// block, [`ClassifyError::BadKey`], [`ClassifyError::BadLevel`].
+    pub fn new(
+        memory: &'m KernelMemory<'m, R>,
+        info: &VmcoreInfo,
+        sections: &SectionTable,
+        dump_level: u8,
+    ) -> Result<Self, ClassifyError> {
+        if dump_level > 31 {
+            return Err(ClassifyError::BadLevel(dump_level));
+        }
+        let wanted = dump_level & (DL_CACHE | DL_CACHE_PRIVATE | DL_USER | DL_FREE);
+        let Some(rules) = Rules::from_vmcoreinfo(info)? else {
+            let keys = rules::BASE_KEYS.into_iter().filter(|k| info.get(k).is_none()).collect();
+            return Err(ClassifyError::MissingKeys { level: dump_level, unusable_bits: wanted, keys });
+        };
+        let (blocked, keys) = rules.missing(dump_level);
+        if blocked != 0 {
+            return Err(ClassifyError::MissingKeys { level: dump_level, unusable_bits: blocked, keys });
+        }
+        Ok(PageClassifier {
+            memory,
+            sections: sections.clone(),
+            rules,
+            level: dump_level,
+            pending: None,
+            previous_end: 0,
+            invalid_free_orders: 0,
+            buf: Vec::new(),
+        })
+    }
+
+    /// The bits of {2, 4, 8, 16} a classifier can honour with this
+    /// VMCOREINFO (0 if it lacks `SIZE(page)` or `OFFSET(page.flags)`, or a
+    /// value is unusable).
+    pub fn supported_bits(info: &VmcoreInfo) -> u8 {
+        match Rules::from_vmcoreinfo(info) {
+            Ok(Some(rules)) => rules.supported_bits(),
+            _ => 0,
+        }
+    }
+
+    /// The rules in use.
+    pub fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    /// Buddy pages kept because their order was invalid (makedumpfile
+    /// prints "WARNING: Invalid free page order" for each).
+    pub fn invalid_free_orders(&self) -> u64 {
+        self.invalid_free_orders
+    }
+
+    /// Classifies the pfns of `window`. Sets bit `pfn − window.start` of
+    /// `excluded` (cleared by the caller) for every excluded pfn for which
+    /// `is_ram(pfn)`, and adds it to `counts`. A multi-page exclusion that
+    /// runs past the window end is finished in the next call.
+    ///
+    /// # Errors
+    ///
+    /// [`ClassifyError::Xlat`] if a batch of struct pages cannot be read,
+    /// [`ClassifyError::Bitset`] or [`ClassifyError::WindowOrder`] for a
+    /// caller error.
+    pub fn classify(
+        &mut self,
+        window: Range<u64>,
+        is_ram: &dyn Fn(u64) -> bool,
+        excluded: &mut [u64],
+        counts: &mut ClassCounts,
+    ) -> Result<(), ClassifyError> {
+        let need = (window.end.saturating_sub(window.start)).div_ceil(64) as usize;
+        if excluded.len() < need {
+            return Err(ClassifyError::Bitset { window, need, got: excluded.len() });
+        }
+        if window.start < self.previous_end {
+            return Err(ClassifyError::WindowOrder { window, previous_end: self.previous_end });
+        }
+        self.previous_end = window.end;
+        let mut out = scan::Marker { window: window.clone(), is_ram, excluded, counts };
+        let mut pfn = window.start;
+        if let Some(p) = self.pending.take() {
+            out.exclude(p.pfns.start.max(window.start)..p.pfns.end, p.class);
+            if p.pfns.end > window.end {
+                self.pending = Some(p);
+                return Ok(());
+            }
+            pfn = pfn.max(p.pfns.end);
+        }
+        self.scan(pfn, &mut out)
+    }
+}
