@@ -242,7 +242,7 @@ impl vmdump::dump::WindowFilter for EveryFifthCursor {
         window: std::ops::Range<u64>,
         is_ram: &dyn Fn(u64) -> bool,
         excluded: &mut [u64],
-        counts: &mut vmdump::dump::ExcludedCounts,
+        counts: &mut vmdump::classify::ClassCounts,
     ) -> Result<(), vmdump::dump::DumpError> {
         for pfn in window.clone().filter(|&p| excluded_by_every_fifth(p) && is_ram(p)) {
             let bit = pfn - window.start;

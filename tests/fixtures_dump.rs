@@ -7,7 +7,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use support::dumps::{Fixture, dump_counts, fixtures, libkdumpfile_compare, vmdump_ok};
+use support::dumps::{Fixture, dump_counts, fixtures, libkdumpfile_compare, report_value, vmdump_ok};
 use support::temp_dir;
 
 const CODECS: [(&str, u32); 5] = [("zlib", 0x1), ("zstd", 0x20), ("lzo", 0x2), ("snappy", 0x4), ("none", 0)];
@@ -114,6 +114,57 @@ fn output_is_identical_for_any_thread_count_and_read_mode() {
             let out = dir.join(format!("v{i}"));
             dump(fixture, &out, &[*extra, &["--compress", "zlib"]].concat());
             assert!(std::fs::read(&out).unwrap() == reference, "{}: {extra:?} differs from --threads 1", fixture.name);
+        }
+    }
+}
+
+/// makedumpfile's report categories of excluded pages.
+const CATEGORIES: [&str; 7] = [
+    "Pages filled with zero",
+    "Non-private cache pages",
+    "Private cache pages",
+    "User process data pages",
+    "Free pages",
+    "Hwpoison pages",
+    "Offline pages",
+];
+
+#[test]
+fn filtered_dumps_match_makedumpfile_at_31_and_at_each_single_bit() {
+    let Some(fixtures) = fixtures() else { return };
+    for fixture in &fixtures {
+        let dir = temp_dir(&format!("fx-levels-{}", fixture.name));
+        for level in [31u8, 2, 4, 8, 16] {
+            let (ours, theirs) = (dir.join(format!("ours-{level}")), dir.join(format!("theirs-{level}")));
+            let what = format!("{} -d {level}", fixture.name);
+            let mut args: Vec<std::ffi::OsString> = vec!["dump".into(), "--no-progress".into()];
+            args.extend(["-d".into(), level.to_string().into(), "--compress".into(), "lzo".into()]);
+            args.extend([fixture.elf.clone().into(), ours.clone().into()]);
+            let our_report = vmdump_ok(args);
+            let level_arg = level.to_string();
+            let result = makedumpfile(&[
+                "--message-level".as_ref(),
+                "22".as_ref(),
+                "-l".as_ref(),
+                "-d".as_ref(),
+                level_arg.as_ref(),
+                fixture.elf.as_ref(),
+                theirs.as_ref(),
+            ]);
+            assert!(result.status.success(), "{what}: makedumpfile failed");
+            let their_report = String::from_utf8_lossy(&result.stdout).into_owned() + &String::from_utf8_lossy(&result.stderr);
+            for label in CATEGORIES {
+                let (a, b) = (report_value(&our_report, label), report_value(&their_report, label));
+                assert_eq!(a, b, "{what}: {label}");
+                if level == 31 {
+                    assert_eq!(a, fixture.expected_count(31, label), "{what}: {label} against expected/");
+                }
+            }
+            let (a, b) = (dump_counts(&ours), dump_counts(&theirs));
+            assert_eq!((a.pages_in_file, a.zero_pages, a.max_mapnr), (b.pages_in_file, b.zero_pages, b.max_mapnr), "{what}");
+            let read = libkdumpfile_compare(&ours, &fixture.elf);
+            assert_eq!((read.equal, read.different), (a.pages_in_file, 0), "{what}: {}", read.raw);
+            assert_eq!(read.missing, a.ram_pages - a.pages_in_file, "{what}: {}", read.raw);
         }
     }
 }

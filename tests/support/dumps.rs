@@ -180,3 +180,19 @@ pub fn fixtures() -> Option<Vec<Fixture>> {
     }
     Some(list)
 }
+
+/// The hex counts of a makedumpfile-style report (ours or makedumpfile's):
+/// `(label, value)` for every `label : 0x…` line, in order.
+pub fn report_counts(text: &str) -> Vec<(String, u64)> {
+    text.lines()
+        .filter_map(|line| {
+            let (label, value) = line.split_once(" : 0x")?;
+            Some((label.trim().to_owned(), u64::from_str_radix(value.trim(), 16).ok()?))
+        })
+        .collect()
+}
+
+/// The value of `label` in a report.
+pub fn report_value(text: &str, label: &str) -> u64 {
+    report_counts(text).into_iter().find(|(l, _)| l == label).map(|(_, v)| v).unwrap_or_else(|| panic!("no `{label}` in:\n{text}"))
+}

@@ -14,7 +14,8 @@ use vmdump_sdk::client::HostServices;
 
 use super::Outcome;
 use crate::codec::Codec;
-use crate::dump::{DumpConfig, DumpReport, dump};
+use crate::classify::PageClassifier;
+use crate::dump::{DL_EXCLUDE_ZERO, DumpConfig, DumpReport, MetadataFilter, StructPageFilter, dump};
 use crate::input::{ReadMode, Vmcore};
 use crate::output::sink::{FileSink, FlattenedSink, Sink};
 use crate::plugin::{Registry, SearchPath};
@@ -53,6 +54,10 @@ pub struct DumpArgs {
     /// Wait until the dump is on disk before exiting (fdatasync).
     #[arg(long)]
     pub sync: bool,
+    /// When VMCOREINFO lacks what some dump level bits need, dump with the
+    /// bits it allows (and say so) instead of stopping.
+    #[arg(long)]
+    pub allow_lower_level: bool,
     /// The vmcore (ELF), e.g. /proc/vmcore.
     pub input: PathBuf,
     /// The dump file, or - for the flattened format on stdout.
@@ -157,23 +162,46 @@ fn config(profile: &Profile) -> DumpConfig {
     }
 }
 
+/// The struct page filter the dump level needs, and the level to dump at.
+/// Without the VMCOREINFO keys some bits need, stops before anything is
+/// written, unless `allow_lower`: then the bits that can be honoured.
+fn page_filter(vmcore: &Vmcore, level: u8, allow_lower: bool) -> anyhow::Result<(Option<StructPageFilter<'_>>, u8)> {
+    if level & !DL_EXCLUDE_ZERO == 0 {
+        return Ok((None, level));
+    }
+    let error = match StructPageFilter::new(vmcore, level) {
+        Ok(filter) => return Ok((Some(filter), level)),
+        Err(e) => e,
+    };
+    if !allow_lower {
+        bail!("{error}; nothing was written (--allow-lower-level dumps with the bits that can be honoured)");
+    }
+    let supported = vmcore.vmcoreinfo().map_or(0, PageClassifier::<Vmcore>::supported_bits);
+    let lower = level & (supported | DL_EXCLUDE_ZERO);
+    eprintln!("vmdump: warning: {error}; dumping at level {lower} instead of {level} (--allow-lower-level)");
+    if lower & !DL_EXCLUDE_ZERO == 0 {
+        return Ok((None, lower));
+    }
+    Ok((Some(StructPageFilter::new(vmcore, lower)?), lower))
+}
+
 fn write_dump(
     args: &DumpArgs,
     profile: &Profile,
     vmcore: &Vmcore,
-    codec: Option<&Codec>,
+    (codec, filter): (Option<&Codec>, Option<&dyn MetadataFilter>),
     config: &DumpConfig,
 ) -> anyhow::Result<DumpReport> {
     if args.output == Path::new("-") {
         let mut sink = FlattenedSink::new(BufWriter::with_capacity(1 << 20, std::io::stdout().lock()))?;
-        return Ok(dump(vmcore, codec, None, config, &mut sink)?);
+        return Ok(dump(vmcore, codec, filter, config, &mut sink)?);
     }
     let file = create_output(&args.output, args.force)?;
     let mut sink: Box<dyn Sink> = match profile.dump.format {
         OutputFormat::Kdump => Box::new(FileSink::new(file, None).sync_on_finish(args.sync)),
         OutputFormat::Flattened => Box::new(FlattenedSink::new(BufWriter::with_capacity(1 << 20, file))?),
     };
-    dump(vmcore, codec, None, config, sink.as_mut()).map_err(|e| {
+    dump(vmcore, codec, filter, config, sink.as_mut()).map_err(|e| {
         // A half-written file is not a dump: never leave one that looks whole.
         let removed = std::fs::remove_file(&args.output).is_ok();
         let note = if removed { " (the partial output was removed)" } else { "" };
@@ -187,7 +215,6 @@ fn write_dump(
 /// Any failure, with the file and the reason.
 pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
     let profile = args.profile()?;
-    crate::dump::check_level(profile.dump.level, false)?;
     let mut vmcore = Vmcore::open(&args.input)?;
     match vmcore.kernel_memory_end() {
         Ok(Some(end)) => vmcore.limit_pfns(end),
@@ -203,10 +230,13 @@ pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
             args.input.display()
         );
     }
+    let (filter, level) = page_filter(&vmcore, profile.dump.level, args.allow_lower_level)?;
+    crate::dump::check_level(level, filter.is_some())?;
     let codec = open_codec(&profile, plugin_dirs, &vmcore)?;
     let mut config = config(&profile);
-    config.progress = !args.no_progress;
-    let report = write_dump(args, &profile, &vmcore, codec.as_ref(), &config)?;
+    (config.progress, config.dump_level) = (!args.no_progress, level);
+    let filter = filter.as_ref().map(|f| f as &dyn MetadataFilter);
+    let report = write_dump(args, &profile, &vmcore, (codec.as_ref(), filter), &config)?;
     let mut err = std::io::stderr().lock();
     write!(err, "{}{}", report.makedumpfile_text(), report.vmdump_text())?;
     Ok(if report.is_degraded() { Outcome::Degraded } else { Outcome::Success })

@@ -7,49 +7,15 @@
 //! 2nd bitmap and count the pages (the data area starts after one descriptor
 //! per page), and once, on the reader thread, to skip the excluded pages.
 
-use std::ops::{AddAssign, Range};
+use std::ops::Range;
 
 use vmdump_format::phys::PhysMap;
 
 use super::DumpError;
+use crate::classify::ClassCounts;
 
 /// Pfns per filter window: one 1 MiB bitset (32 GiB of 4 KiB pages).
 pub const WINDOW_PFNS: u64 = 1 << 23;
-
-/// Excluded pages by makedumpfile's report categories (§7.4).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct ExcludedCounts {
-    /// Non-private cache pages (dump level bit 2).
-    pub cache: u64,
-    /// Private cache pages (bit 4).
-    pub cache_private: u64,
-    /// User process data pages (bit 8).
-    pub user: u64,
-    /// Free pages (bit 16).
-    pub free: u64,
-    /// Hardware-poisoned pages.
-    pub hwpoison: u64,
-    /// Offline pages.
-    pub offline: u64,
-}
-
-impl ExcludedCounts {
-    /// Every excluded page.
-    pub fn total(&self) -> u64 {
-        self.cache + self.cache_private + self.user + self.free + self.hwpoison + self.offline
-    }
-}
-
-impl AddAssign for ExcludedCounts {
-    fn add_assign(&mut self, o: Self) {
-        self.cache += o.cache;
-        self.cache_private += o.cache_private;
-        self.user += o.user;
-        self.free += o.free;
-        self.hwpoison += o.hwpoison;
-        self.offline += o.offline;
-    }
-}
 
 /// Shared state of a metadata filter; hands out one cursor per pass.
 pub trait MetadataFilter: Sync {
@@ -73,7 +39,7 @@ pub trait WindowFilter: Send {
         window: Range<u64>,
         is_ram: &dyn Fn(u64) -> bool,
         excluded: &mut [u64],
-        counts: &mut ExcludedCounts,
+        counts: &mut ClassCounts,
     ) -> Result<(), DumpError>;
 }
 
@@ -90,18 +56,18 @@ pub struct DumpableRanges<'a> {
     excluded: Vec<u64>,
     window: Range<u64>,
     next_pfn: u64,
-    counts: ExcludedCounts,
+    counts: ClassCounts,
 }
 
 impl<'a> DumpableRanges<'a> {
     /// The ranges of `phys` that `cursor` keeps.
     pub fn new(phys: &'a PhysMap, cursor: Box<dyn WindowFilter + 'a>) -> Self {
         let start = phys.runs().first().map_or(0, |r| r.start_pfn);
-        Self { phys, cursor, excluded: Vec::new(), window: 0..0, next_pfn: start, counts: ExcludedCounts::default() }
+        Self { phys, cursor, excluded: Vec::new(), window: 0..0, next_pfn: start, counts: ClassCounts::default() }
     }
 
     /// What the filter excluded so far.
-    pub fn counts(&self) -> ExcludedCounts {
+    pub fn counts(&self) -> ClassCounts {
         self.counts
     }
 

@@ -8,17 +8,20 @@
 
 mod filter;
 mod report;
+mod struct_pages;
 mod slot;
 mod writer;
 
 use vmdump_format::FormatError;
 use vmdump_format::kdump::Layout;
 
-pub use filter::{DumpableRanges, ExcludedCounts, MetadataFilter, WINDOW_PFNS, WindowFilter, bit};
+pub use filter::{DumpableRanges, MetadataFilter, WINDOW_PFNS, WindowFilter, bit};
 pub use report::DumpReport;
+pub use struct_pages::StructPageFilter;
 pub use slot::{PageRecord, Slot, Worker, is_zero_page};
 use writer::{KdumpWriter, Preamble, write_bitmaps};
 
+use crate::classify::ClassCounts;
 use crate::codec::{Codec, EncodeStats, PageEncoder};
 use crate::input::{BatchReader, ReadError, ReadMode, Vmcore};
 use crate::output::sink::{Sink, SinkError};
@@ -70,6 +73,9 @@ pub enum DumpError {
     /// Something this version cannot do, said before anything is written.
     #[error("{0}")]
     Unsupported(String),
+    /// Page classification failed (missing VMCOREINFO keys, unreadable struct pages).
+    #[error("{0}")]
+    Classify(crate::classify::ClassifyError),
     /// A broken invariant: a bug in vmdump.
     #[error("internal error: {0}")]
     Internal(String),
@@ -139,7 +145,7 @@ pub fn dump(
     let phys = vmcore.phys();
     let page_size = u32::try_from(vmcore.page_size()).map_err(|_| DumpError::Unsupported("page size".into()))?;
     let notes = &vmcore.elf().notes;
-    let mut excluded = ExcludedCounts::default();
+    let mut excluded = ClassCounts::default();
     let bitmaps = Layout::from_notes(phys.max_pfn(), page_size, notes, 0)?;
     let mut cursor = filter.map(|f| f.cursor()).transpose()?;
     let dumpable = write_bitmaps(sink, &bitmaps, phys, cursor.as_deref_mut(), &mut excluded)?;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::ExcludedCounts;
+use crate::classify::ClassCounts;
 use crate::codec::EncodeStats;
 
 /// The counts of one dump.
@@ -17,7 +17,7 @@ pub struct DumpReport {
     /// Pages with a descriptor (2nd bitmap).
     pub pages_in_file: u64,
     /// Pages a metadata filter left out, by category.
-    pub excluded: ExcludedCounts,
+    pub excluded: ClassCounts,
     /// Zero pages pointed at the shared zero page.
     pub zero_pages: u64,
     /// Compressed, incompressible and plugin-failed page counts.

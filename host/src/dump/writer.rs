@@ -11,7 +11,8 @@ use vmdump_format::kdump::{DiskDumpHeader, Layout, PageDesc, SubHeader};
 use vmdump_format::phys::PhysMap;
 
 use super::DumpError;
-use super::filter::{ExcludedCounts, WINDOW_PFNS, WindowFilter};
+use super::filter::{WINDOW_PFNS, WindowFilter};
+use crate::classify::ClassCounts;
 use super::slot::{PageRecord, Slot};
 use crate::output::sink::{Sink, SinkError};
 
@@ -68,7 +69,7 @@ pub fn write_bitmaps(
     layout: &Layout,
     phys: &PhysMap,
     mut filter: Option<&mut (dyn WindowFilter + '_)>,
-    counts: &mut ExcludedCounts,
+    counts: &mut ClassCounts,
 ) -> Result<u64, DumpError> {
     let chunk_bytes = (WINDOW_PFNS / 8) as usize;
     let mut ram = vec![0u8; chunk_bytes.min(layout.bitmap_len as usize)];
