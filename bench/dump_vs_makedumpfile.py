@@ -51,8 +51,11 @@ def main():
     p.add_argument("vmdump")
     p.add_argument("vmcores", nargs="+")
     args = p.parse_args()
-    vm = lambda vmcore, *opts: lambda out: [args.vmdump, "dump", "--no-progress", "-d", "1", *opts, vmcore, out]
-    mdf = lambda vmcore, *opts: lambda out: ["makedumpfile", *opts, "-d", "1", vmcore, out]
+    def vm(vmcore, *opts, level=1):
+        return lambda out: [args.vmdump, "dump", "--no-progress", "-d", str(level), *opts, vmcore, out]
+
+    def mdf(vmcore, *opts, level=1):
+        return lambda out: ["makedumpfile", *opts, "-d", str(level), vmcore, out]
     print(f"medians of {args.runs} alternating runs; ratios: speed = other time / first time, "
           f"size and RSS = first / other")
     with tempfile.TemporaryDirectory(prefix="vmdump-bench-", dir=os.environ.get("BENCH_TMP")) as tmp:
@@ -66,6 +69,14 @@ def main():
             compare(f"{name} lzo, 1 thread",
                     ("vmdump lzo -t1", vm(vmcore, "--compress", "lzo", "--threads", "1")),
                     ("makedumpfile -l", mdf(vmcore, "-l")), args.runs, tmp)
+            # Whole runs as users run them: vmdump on every core (its
+            # default), makedumpfile single-threaded (its default).
+            compare(f"{name} -d 31 lzo, defaults",
+                    ("vmdump lzo -d31", vm(vmcore, "--compress", "lzo", level=31)),
+                    ("makedumpfile -l -d31", mdf(vmcore, "-l", level=31)), args.runs, tmp)
+            compare(f"{name} -d 31 zlib, defaults",
+                    (f"vmdump {z} -d31", vm(vmcore, *zp, level=31)),
+                    ("makedumpfile -c -d31", mdf(vmcore, "-c", level=31)), args.runs, tmp)
             compare(f"{name} zlib, 2 threads vs 1",
                     (f"vmdump {z} -t2", vm(vmcore, *zp, "--threads", "2")),
                     (f"vmdump {z} -t1", vm(vmcore, *zp, "--threads", "1")), args.runs, tmp)

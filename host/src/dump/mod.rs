@@ -147,9 +147,11 @@ pub fn dump(
     let notes = &vmcore.elf().notes;
     let mut excluded = ClassCounts::default();
     let bitmaps = Layout::from_notes(phys.max_pfn(), page_size, notes, 0)?;
+    let started = std::time::Instant::now();
     let mut cursor = filter.map(|f| f.cursor()).transpose()?;
     let dumpable = write_bitmaps(sink, &bitmaps, phys, cursor.as_deref_mut(), &mut excluded)?;
     drop(cursor);
+    let bitmap_seconds = started.elapsed().as_secs_f64();
     let layout = Layout::from_notes(phys.max_pfn(), page_size, notes, dumpable)?;
     let phys_base = vmcore.vmcoreinfo().and_then(|i| i.phys_base()).unwrap_or(0);
     let exclude_zero = config.dump_level & DL_EXCLUDE_ZERO != 0;
@@ -201,6 +203,7 @@ pub fn dump(
         ram_pages: phys.ram_pages(),
         pages_in_file: layout.num_dumpable,
         excluded,
+        classify_seconds: filter.map(|_| bitmap_seconds),
         zero_pages,
         encode,
         bytes_written,

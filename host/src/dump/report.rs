@@ -6,7 +6,7 @@ use crate::classify::ClassCounts;
 use crate::codec::EncodeStats;
 
 /// The counts of one dump.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DumpReport {
     /// Dump level used.
     pub dump_level: u8,
@@ -18,6 +18,9 @@ pub struct DumpReport {
     pub pages_in_file: u64,
     /// Pages a metadata filter left out, by category.
     pub excluded: ClassCounts,
+    /// Seconds of the classification pass (struct pages read, bitmaps
+    /// written), when a metadata filter ran.
+    pub classify_seconds: Option<f64>,
     /// Zero pages pointed at the shared zero page.
     pub zero_pages: u64,
     /// Compressed, incompressible and plugin-failed page counts.
@@ -87,6 +90,9 @@ impl DumpReport {
              {} raw (plugin failed)",
             e.compressed, e.incompressible, e.random, e.plugin_failed
         );
+        if let Some(seconds) = self.classify_seconds {
+            let _ = writeln!(t, "Classification  : {:.3} s (struct pages of {} pfns)", seconds, self.max_mapnr);
+        }
         if let Some(why) = &self.mmap_fallback {
             let _ = writeln!(t, "Input           : mmap failed ({why}); read with pread instead");
         }
