@@ -280,3 +280,51 @@ fn a_metadata_filter_leaves_out_exactly_what_it_excludes() {
     filtered_dump(&vmcore, &again, 1);
     assert!(std::fs::read(&again).unwrap() == std::fs::read(&out).unwrap(), "thread count changed the bytes");
 }
+
+fn kernel_spec(flavour: synth::Flavour) -> SynthSpec {
+    let kernel = synth::KernelSpec { kaslr: true, five_level: true, struct_pages: Some(flavour), ..Default::default() };
+    SynthSpec { ram_bytes: 64 << 20, kernel: Some(kernel), ..SynthSpec::default() }
+}
+
+#[test]
+fn dump_level_31_on_a_synthetic_kernel_excludes_what_its_struct_pages_say() {
+    for flavour in [synth::Flavour::Linux6_1, synth::Flavour::Linux6_12] {
+        let dir = temp_dir(&format!("dump-d31-{flavour:?}"));
+        let spec = kernel_spec(flavour);
+        let (vmcore, summary) = synthetic(&dir, spec.clone());
+        let ram = synth::ram_ranges(&spec).into_iter().flat_map(|r| r.start / 4096..r.end.div_ceil(4096));
+        let excluded = ram.filter(|&pfn| synth::expected_class(&spec, pfn).is_some_and(|c| c.excluded_at(31))).count() as u64;
+        assert!(excluded > summary.ram_pages / 10, "the synthetic kernel has pages to exclude");
+        let out = dir.join("d31");
+        let mut args = vec![OsArg::from("dump"), "-d".into(), "31".into(), "--compress".into(), "zstd".into()];
+        args.extend([vmcore.as_path().into(), out.as_path().into()]);
+        vmdump_ok(args);
+        assert_eq!(dump_counts(&out).pages_in_file, summary.ram_pages - excluded, "{flavour:?}");
+        let read = libkdumpfile_compare(&out, &vmcore);
+        assert_eq!((read.different, read.missing), (0, excluded), "{flavour:?}: {}", read.raw);
+    }
+}
+
+#[test]
+fn missing_vmcoreinfo_keys_stop_the_dump_unless_a_lower_level_is_allowed() {
+    let dir = temp_dir("dump-missing-keys");
+    let (vmcore, _) = synthetic(&dir, kernel_spec(synth::Flavour::Linux6_1));
+    let mut bytes = std::fs::read(&vmcore).unwrap();
+    let key = b"NUMBER(PG_lru)=";
+    let at = bytes.windows(key.len()).position(|w| w == key).expect("the key is in the note");
+    bytes[at..at + key.len()].copy_from_slice(b"NUMBER(PG_xxx)=");
+    let patched = dir.join("patched");
+    std::fs::write(&patched, bytes).unwrap();
+    let out = dir.join("out");
+    let stderr = expect_failure(
+        &["dump".into(), "-d".into(), "31".into(), patched.as_path().into(), out.as_path().into()],
+        &["NUMBER(PG_lru)", "cannot be honoured", "nothing was written", "--allow-lower-level"],
+    );
+    assert!(!out.exists(), "{stderr}");
+    let mut args = vec![OsArg::from("dump"), "-d".into(), "31".into(), "--allow-lower-level".into()];
+    args.extend([patched.as_path().into(), out.as_path().into()]);
+    let stderr = vmdump_ok(args);
+    assert!(stderr.contains("instead of 31"), "{stderr}");
+    let sub = vmdump_format::kdump::SubHeader::decode(&std::fs::read(&out).unwrap()[4096..]).unwrap();
+    assert!(sub.dump_level < 31 && sub.dump_level & 1 == 1, "dumped at level {}", sub.dump_level);
+}
