@@ -19,7 +19,7 @@ pub use filter::{DumpableRanges, MetadataFilter, WINDOW_PFNS, WindowFilter, bit}
 pub use report::DumpReport;
 pub use struct_pages::StructPageFilter;
 pub use slot::{PageRecord, Slot, Worker, is_zero_page};
-use writer::{KdumpWriter, Preamble, write_bitmaps};
+use writer::{KdumpWriter, Preamble, write_ram_bitmap};
 
 use crate::classify::ClassCounts;
 use crate::codec::{Codec, EncodeStats, PageEncoder};
@@ -149,7 +149,7 @@ pub fn dump(
     let bitmaps = Layout::from_notes(phys.max_pfn(), page_size, notes, 0)?;
     let started = std::time::Instant::now();
     let mut cursor = filter.map(|f| f.cursor()).transpose()?;
-    let dumpable = write_bitmaps(sink, &bitmaps, phys, cursor.as_deref_mut(), &mut excluded)?;
+    let dumpable = write_ram_bitmap(sink, &bitmaps, phys, cursor.as_deref_mut(), &mut excluded)?;
     drop(cursor);
     let bitmap_seconds = started.elapsed().as_secs_f64();
     let layout = Layout::from_notes(phys.max_pfn(), page_size, notes, dumpable)?;
@@ -183,10 +183,10 @@ pub fn dump(
         },
     )?;
     progress.finish();
-    if writer.pages() != writer.expected_pages() {
+    if writer.pages() + writer.dropped() != writer.expected_pages() {
         return Err(DumpError::Internal(format!(
             "{} pages read, the layout has {} descriptors",
-            writer.pages(),
+            writer.pages() + writer.dropped(),
             writer.expected_pages()
         )));
     }

@@ -11,6 +11,8 @@ use crate::input::PageBatch;
 pub enum PageRecord {
     /// All zero, excluded by dump level bit 1: points at the shared zero page.
     Zero,
+    /// Left out by a content filter: no descriptor, cleared in the 2nd bitmap.
+    Excluded,
     /// `len` bytes in the batch's data, compressed with `format` or raw (None).
     Stored {
         /// Bytes stored.

@@ -1,11 +1,16 @@
-//! Writes a kdump-compressed file (kdump-format.md §1, checklist §11): both
-//! bitmaps first (their count places the data), then header, sub header and
-//! notes, then page data and
-//! descriptors side by side. Each slot's data is already contiguous, so it
-//! is written as it is (one write, no copy); descriptors gather in a cache
-//! that is flushed only after the data it points at, so the descriptors on
-//! disk always point at data on disk. Every write is positioned, so the
-//! same sequence feeds a plain file or the flattened stream.
+//! Writes a kdump-compressed file (kdump-format.md §1, checklist §11): the
+//! 1st bitmap first, with the count of pages the metadata filters keep (it
+//! places the data after one descriptor each), then header, sub header and
+//! notes, then page data and descriptors side by side, and the 2nd bitmap
+//! window by window from the pages that really got a descriptor (a content
+//! filter may still drop a page: its descriptor slot then stays unused, a
+//! gap readers never look at, as in split dumps).
+//!
+//! Each slot's data is already contiguous, so it is written as it is (one
+//! write, no copy); descriptors gather in a cache that is flushed only after
+//! the data it points at, so the descriptors on disk always point at data on
+//! disk. Every write is positioned, so the same sequence feeds a plain file
+//! or the flattened stream.
 
 use vmdump_format::kdump::{DiskDumpHeader, Layout, PageDesc, SubHeader};
 use vmdump_format::phys::PhysMap;
@@ -19,6 +24,56 @@ use crate::output::sink::{Sink, SinkError};
 /// Bytes of the descriptor cache.
 const CACHE_BYTES: usize = 1 << 20;
 
+/// The 2nd bitmap, built from the pages that get a descriptor and written
+/// one window (1 MiB) at a time, in pfn order.
+struct DumpableBitmap {
+    offset: u64,
+    len: u64,
+    chunk: Vec<u8>,
+    /// Index of the chunk in `chunk`.
+    index: u64,
+}
+
+impl DumpableBitmap {
+    fn new(layout: &Layout) -> Self {
+        let chunk = vec![0u8; ((WINDOW_PFNS / 8).min(layout.bitmap_len)) as usize];
+        Self { offset: layout.bitmap2_offset, len: layout.bitmap_len, chunk, index: 0 }
+    }
+
+    fn chunk_bytes(&self) -> u64 {
+        self.chunk.len().max(1) as u64
+    }
+
+    /// Writes the current chunk (cut at the bitmap's end) and starts the next.
+    fn flush(&mut self, sink: &mut dyn Sink) -> Result<(), SinkError> {
+        let at = self.index * self.chunk_bytes();
+        if at < self.len {
+            let len = (self.len - at).min(self.chunk_bytes()) as usize;
+            sink.write_at(self.offset + at, &self.chunk[..len])?;
+        }
+        self.chunk.fill(0);
+        self.index += 1;
+        Ok(())
+    }
+
+    fn mark(&mut self, sink: &mut dyn Sink, pfn: u64) -> Result<(), SinkError> {
+        let bits = 8 * self.chunk_bytes();
+        while pfn / bits > self.index {
+            self.flush(sink)?;
+        }
+        let bit = pfn % bits;
+        self.chunk[(bit / 8) as usize] |= 1 << (bit % 8);
+        Ok(())
+    }
+
+    fn finish(&mut self, sink: &mut dyn Sink) -> Result<(), SinkError> {
+        while self.index * self.chunk_bytes() < self.len {
+            self.flush(sink)?;
+        }
+        Ok(())
+    }
+}
+
 /// The streaming part of the writer, once the headers and bitmaps are out.
 pub struct KdumpWriter<'s> {
     sink: &'s mut dyn Sink,
@@ -29,8 +84,10 @@ pub struct KdumpWriter<'s> {
     descs_at: u64,
     /// Where the next page data goes.
     data_end: u64,
+    dumpable: DumpableBitmap,
     expected_pages: u64,
     pages: u64,
+    dropped: u64,
 }
 
 /// What goes before the page data.
@@ -59,12 +116,12 @@ fn fill_bitmap(phys: &PhysMap, first: u64, out: &mut [u8]) {
     }
 }
 
-/// Writes both bitmaps window by window: the 1st is RAM, the 2nd RAM less
-/// what `filter` excludes. Returns the pages in the file (bits of the 2nd).
+/// Writes the 1st bitmap (RAM) window by window and counts the RAM pages
+/// `filter` keeps: the room the descriptor table needs.
 ///
 /// # Errors
 /// The sink's or the filter's error.
-pub fn write_bitmaps(
+pub fn write_ram_bitmap(
     sink: &mut dyn Sink,
     layout: &Layout,
     phys: &PhysMap,
@@ -93,7 +150,6 @@ pub fn write_bitmaps(
         }
         pages += dumpable[..len].iter().map(|b| u64::from(b.count_ones())).sum::<u64>();
         sink.write_at(layout.bitmap1_offset + done, &ram[..len])?;
-        sink.write_at(layout.bitmap2_offset + done, &dumpable[..len])?;
         done += len as u64;
     }
     Ok(pages)
@@ -117,8 +173,10 @@ impl<'s> KdumpWriter<'s> {
             descs: Vec::with_capacity(CACHE_BYTES),
             descs_at: layout.page_desc_offset,
             data_end: layout.data_offset,
+            dumpable: DumpableBitmap::new(layout),
             expected_pages: layout.num_dumpable,
             pages: 0,
+            dropped: 0,
         };
         if pre.exclude_zero {
             writer.zero_page = Some(layout.data_offset);
@@ -135,8 +193,12 @@ impl<'s> KdumpWriter<'s> {
     pub fn write_slot(&mut self, slot: &Slot) -> Result<(), SinkError> {
         self.sink.write_at(self.data_end, &slot.data)?;
         let mut offset = self.data_end;
-        for record in &slot.records {
+        for (pfn, record) in (slot.pages.first_pfn()..).zip(&slot.records) {
             let desc = match *record {
+                PageRecord::Excluded => {
+                    self.dropped += 1;
+                    continue;
+                }
                 PageRecord::Zero => PageDesc {
                     offset: self.zero_page.expect("zero records only when zero pages are excluded"),
                     size: self.page_size as u32,
@@ -148,9 +210,10 @@ impl<'s> KdumpWriter<'s> {
                 }
             };
             self.descs.extend_from_slice(&desc.encode());
+            self.dumpable.mark(self.sink, pfn)?;
+            self.pages += 1;
         }
         self.data_end = offset;
-        self.pages += slot.records.len() as u64;
         if self.descs.len() >= CACHE_BYTES {
             self.flush_descriptors()?;
         }
@@ -175,12 +238,18 @@ impl<'s> KdumpWriter<'s> {
         self.expected_pages
     }
 
+    /// Pages a content filter dropped (their descriptor slots stay unused).
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
     /// Flushes and closes the sink. Returns the bytes written.
     ///
     /// # Errors
     /// The sink's error.
     pub fn finish(mut self) -> Result<u64, SinkError> {
         self.flush_descriptors()?;
+        self.dumpable.finish(self.sink)?;
         self.sink.finish()?;
         Ok(self.sink.bytes_written())
     }
