@@ -7,12 +7,11 @@
 //! plugin failure never loses a page.
 
 use std::sync::Arc;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use vmdump_sdk::client::{CallError, CompressorContext, CompressorModule, HostServices};
 use vmdump_sdk::{KdumpFormat, Params};
 
+use crate::health::Health;
 use crate::plugin::LoadedCompressor;
 
 /// An initialised compressor shared by all workers.
@@ -23,8 +22,7 @@ pub struct Codec {
     bound: usize,
     page_size: usize,
     skip_random: bool,
-    disabled: AtomicBool,
-    first_failure: Mutex<Option<CallError>>,
+    health: Health,
 }
 
 /// Why a codec could not be set up.
@@ -81,8 +79,7 @@ impl Codec {
             bound,
             page_size,
             skip_random: false,
-            disabled: AtomicBool::new(false),
-            first_failure: Mutex::new(None),
+            health: Health::default(),
         })
     }
 
@@ -108,14 +105,7 @@ impl Codec {
 
     /// The first failure of the run, if the plugin failed.
     pub fn failure(&self) -> Option<CallError> {
-        self.first_failure.lock().map(|f| f.clone()).unwrap_or(None)
-    }
-
-    fn record_failure(&self, error: CallError) {
-        self.disabled.store(true, Ordering::Relaxed);
-        if let Ok(mut first) = self.first_failure.lock() {
-            first.get_or_insert(error);
-        }
+        self.health.failure()
     }
 
     /// One worker's encoder with its own plugin context. A context that cannot
@@ -124,7 +114,7 @@ impl Codec {
         let ctx = match self.module.new_context() {
             Ok(ctx) => Some(ctx),
             Err(e) => {
-                self.record_failure(e);
+                self.health.fail(e);
                 None
             }
         };
@@ -194,7 +184,7 @@ impl<'c> PageEncoder<'c> {
     /// raw otherwise. Never fails.
     pub fn encode(&mut self, page: &[u8]) -> Encoded<'_> {
         let Some(codec) = self.codec else { return Encoded::Raw };
-        let (Some(ctx), false) = (self.ctx.as_mut(), codec.disabled.load(Ordering::Relaxed)) else {
+        let (Some(ctx), false) = (self.ctx.as_mut(), codec.health.is_disabled()) else {
             self.stats.plugin_failed += 1;
             return Encoded::Raw;
         };
@@ -204,7 +194,7 @@ impl<'c> PageEncoder<'c> {
         }
         let result = ctx.compress(page, &mut self.dst);
         if let Err(e) = ctx.reset() {
-            codec.record_failure(e);
+            codec.health.fail(e);
         }
         match result {
             Ok(n) if n > 0 && n < page.len() => {
@@ -216,7 +206,7 @@ impl<'c> PageEncoder<'c> {
                 Encoded::Raw
             }
             Err(e) => {
-                codec.record_failure(e);
+                codec.health.fail(e);
                 self.stats.plugin_failed += 1;
                 Encoded::Raw
             }

@@ -10,6 +10,8 @@ pub mod cli;
 pub mod codec;
 pub mod dump;
 pub mod entropy;
+pub mod filters;
+pub mod health;
 pub mod output;
 pub mod input;
 pub mod plugin;

@@ -26,6 +26,41 @@ pub struct Profile {
     /// `[plugins]`.
     #[serde(default)]
     pub plugins: PluginsSection,
+    /// `[[filters]]`: filter plugins, applied in this order.
+    #[serde(default)]
+    pub filters: Vec<FilterEntry>,
+}
+
+/// One `[[filters]]` entry: a filter plugin and its parameters.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FilterEntry {
+    /// Plugin name (`vmdump plugins` lists filters).
+    pub name: String,
+    /// Parameters handed to the plugin (values as text).
+    #[serde(default)]
+    pub params: BTreeMap<String, toml::Value>,
+}
+
+impl FilterEntry {
+    /// The parameters as text pairs.
+    pub fn params(&self) -> vmdump_sdk::Params {
+        params_of(&self.params)
+    }
+}
+
+/// TOML values as the text a plugin receives.
+fn params_of(table: &BTreeMap<String, toml::Value>) -> vmdump_sdk::Params {
+    vmdump_sdk::Params::new(table.iter().map(|(k, v)| {
+        let text = match v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            other => format!("{other:?}"),
+        };
+        (k.clone(), text)
+    }))
 }
 
 /// The built-in profile: `config/default.toml`, compiled in, so running
@@ -179,16 +214,7 @@ impl Profile {
 
     /// The plugin parameters as text pairs.
     pub fn plugin_params(&self) -> vmdump_sdk::Params {
-        vmdump_sdk::Params::new(self.compress.params.iter().map(|(k, v)| {
-            let text = match v {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(i) => i.to_string(),
-                toml::Value::Float(f) => f.to_string(),
-                toml::Value::Boolean(b) => b.to_string(),
-                other => format!("{other:?}"),
-            };
-            (k.clone(), text)
-        }))
+        params_of(&self.compress.params)
     }
 
     /// Applies `--compress NAME[:LEVEL]`: the plugin, and its level when given

@@ -225,6 +225,133 @@ struct vmdump_compressor_v1 {
 const struct vmdump_compressor_v1 *vmdump_compressor_entry_v1(uint32_t host_abi_major,
                                                               uint32_t host_abi_minor);
 
+/*
+ * Filter plugins
+ * --------------
+ * A filter decides, page by page, whether a page is left out of the dump.
+ * It is found and loaded like a compressor, through its own versioned entry
+ * symbol:
+ *
+ *     const struct vmdump_filter_v1 *
+ *     vmdump_filter_entry_v1(uint32_t host_abi_major, uint32_t host_abi_minor);
+ *
+ * The table starts with the same fields as the compressor table and the host
+ * checks it in the same order (magic, abi_major, struct_size, name, required
+ * callbacks), and also refuses a `needs` with a bit this header does not
+ * define. The versioning rules above apply unchanged: minor versions append
+ * fields after `module_finalize`, and the host never unloads the library.
+ *
+ * What a filter sees is what it declares in `needs`, and that also decides
+ * where the host runs it:
+ *   0                                the pfn and physical address only.
+ *   VMDUMP_FILTER_NEEDS_STRUCT_PAGE  a metadata filter: it also gets the
+ *                                    page's `struct page` bytes and runs
+ *                                    before any page byte is read, so an
+ *                                    excluded page is never read at all.
+ *   VMDUMP_FILTER_NEEDS_PAGE         a content filter: it also gets the page
+ *                                    bytes and runs on the workers, after the
+ *                                    zero-page check and before compression
+ *                                    (with the struct page bytes too when
+ *                                    both bits are set).
+ * A pointer the filter did not ask for is NULL; one it asked for is never
+ * NULL (the page data is exactly one page long).
+ *
+ * Life cycle and thread safety are those of compressors: module_init once
+ * (validate parameters, refuse unknown keys, build the shared state, which is
+ * read-only afterwards), ctx_init once per worker or pass thread (ctx_init may
+ * run on several threads at once with the same module), classify once per
+ * page on the thread that owns the context, ctx_finalize, module_finalize.
+ * A context may be used for pages in any order, and a filter gives the same
+ * verdict for the same page whatever the context saw before.
+ *
+ * A filter can only ever cost pages, never lose the dump: when module_init,
+ * ctx_init or classify fails (or a Rust filter panics), or classify writes a
+ * verdict other than VMDUMP_KEEP or VMDUMP_EXCLUDE, the host disables the
+ * filter for the rest of the run, KEEPS every page it would have judged and
+ * reports it.
+ *
+ * A filter reads the dumped kernel's VMCOREINFO through the host API
+ * (`vmdump_host_api.vmcoreinfo`), e.g. "SIZE(page)", "OFFSET(page.flags)" or
+ * "NUMBER(PG_slab)", usually once in module_init.
+ */
+
+/** Name of the filter entry symbol for ABI major 1. */
+#define VMDUMP_FILTER_ENTRY_V1 "vmdump_filter_entry_v1"
+
+/** Bits of `vmdump_filter_v1.needs`: what a filter looks at; 0 = the pfn and physical address only. */
+#define VMDUMP_FILTER_NEEDS_PAGE 0x1u        /* the page bytes: a content filter, runs on the workers after the zero-page check */
+#define VMDUMP_FILTER_NEEDS_STRUCT_PAGE 0x2u /* the page's struct page bytes (SIZE(page)): a metadata filter, runs before any page byte is read */
+
+/** What classify decides for a page. */
+enum vmdump_verdict {
+    VMDUMP_KEEP = 0,   /* the page stays in the dump (as far as this filter is concerned) */
+    VMDUMP_EXCLUDE = 1 /* the page is left out of the dump */
+};
+
+/**
+ * One page, as given to classify. Built by the host, valid only during the
+ * classify call: a filter keeps no pointer into it.
+ */
+struct vmdump_page {
+    uint32_t struct_size;        /* sizeof(struct vmdump_page) of the host: read a field
+                                    appended by a later minor only when this covers it */
+    uint32_t reserved;           /* 0 */
+    uint64_t pfn;                /* page frame number in the dumped machine */
+    uint64_t paddr;              /* physical address of the page's first byte */
+    const uint8_t *data;         /* the page bytes when NEEDS_PAGE, else NULL */
+    size_t data_len;             /* bytes at `data` (the page size), 0 when NULL */
+    const uint8_t *struct_page;  /* the page's struct page bytes when NEEDS_STRUCT_PAGE, else NULL */
+    size_t struct_page_len;      /* bytes at `struct_page` (SIZE(page)), 0 when NULL */
+};
+
+/**
+ * A filter plugin, ABI 1.0. Returned by vmdump_filter_entry_v1.
+ * Append-only: minor versions add fields after `module_finalize`.
+ */
+struct vmdump_filter_v1 {
+    uint64_t magic;          /* VMDUMP_PLUGIN_MAGIC */
+    uint32_t abi_major;      /* VMDUMP_ABI_MAJOR the plugin was built with */
+    uint32_t abi_minor;      /* VMDUMP_ABI_MINOR the plugin was built with */
+    uint32_t struct_size;    /* sizeof(struct vmdump_filter_v1) of the plugin */
+    uint32_t flags;          /* no flags are defined in 1.0: write 0 */
+    const char *name;        /* short unique key used in profiles: "pfn-ranges" */
+    const char *version;     /* the plugin's own version, free text */
+    const char *description; /* one line for `vmdump plugins`; may be NULL */
+    uint32_t needs;          /* VMDUMP_FILTER_NEEDS_* bits, or 0 */
+    uint32_t reserved;       /* 0 */
+
+    /**
+     * Validate `params` and build the shared module state into `*module`.
+     * Unknown keys must be refused with VMDUMP_ERR_INVALID_PARAM and a message
+     * naming the key. `host` stays valid until module_finalize: read the
+     * VMCOREINFO keys the filter depends on here. Required.
+     */
+    int (*module_init)(const struct vmdump_params *params, const struct vmdump_host_api *host,
+                       void **module, struct vmdump_error *err);
+
+    /** Create one per-thread context into `*ctx` (once per worker or pass thread). Required. */
+    int (*ctx_init)(const void *module, void **ctx, struct vmdump_error *err);
+
+    /**
+     * Decide on one page: write VMDUMP_KEEP or VMDUMP_EXCLUDE into `*verdict`
+     * and return VMDUMP_OK. The host sets `*verdict` to VMDUMP_KEEP before the
+     * call. `page` and the bytes it points to are valid only during the call.
+     * On failure the page is kept and the filter disabled. Required.
+     */
+    int (*classify)(void *ctx, const struct vmdump_page *page, uint32_t *verdict,
+                    struct vmdump_error *err);
+
+    /** Free a context. Called exactly once per successful ctx_init. Required. */
+    void (*ctx_finalize)(void *ctx);
+
+    /** Free the module state, after all its contexts. Required. */
+    void (*module_finalize)(void *module);
+};
+
+/** The entry point every filter plugin exports (C linkage, default visibility). */
+const struct vmdump_filter_v1 *vmdump_filter_entry_v1(uint32_t host_abi_major,
+                                                      uint32_t host_abi_minor);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,4 @@
-//! # vmdump-sdk: write compressor plugins for vmdump
+//! # vmdump-sdk: write compressor and filter plugins for vmdump
 //!
 //! The contract between the vmdump host and its plugins is a versioned C ABI,
 //! described in `include/vmdump_plugin.h`. This crate is its Rust side:
@@ -6,8 +6,11 @@
 //! - [`abi`]: the `#[repr(C)]` mirror of the header (size/offset asserted);
 //! - [`CompressorFactory`] (shared, validated once) and [`Compressor`]
 //!   (one context per worker thread), the safe traits a plugin implements;
-//! - [`export_compressor!`], which writes the `extern "C"` entry point and
-//!   trampolines, catching every panic at the boundary;
+//! - [`FilterFactory`] and [`Filter`], the same pair for filters, which
+//!   decide per page ([`PageView`] → [`Verdict`]) what is left out of a dump;
+//! - [`export_compressor!`] and [`export_filter!`], which write the
+//!   `extern "C"` entry point and trampolines, catching every panic at the
+//!   boundary;
 //! - [`client`], the calling side, used by the host and by the conformance kit;
 //! - `testing` (feature `testing`), the conformance kit a plugin runs on itself.
 //!
@@ -57,6 +60,7 @@
 pub mod abi;
 mod compressor;
 mod error;
+mod filter;
 mod format;
 mod params;
 #[cfg(feature = "testing")]
@@ -71,5 +75,6 @@ pub struct ReadmeExample;
 pub use abi::host_api::{Host, LogLevel};
 pub use compressor::{Compressor, CompressorFactory};
 pub use error::SdkError;
+pub use filter::{Filter, FilterFactory, Needs, PageView, Verdict};
 pub use format::KdumpFormat;
-pub use params::Params;
+pub use params::{Params, parse_u64};

@@ -89,6 +89,20 @@ impl Params {
     }
 }
 
+/// An unsigned 64-bit number written in decimal (`1048576`) or in hex with a
+/// `0x` prefix (`0x100000`), as plugin parameters write pfns, addresses and
+/// patterns; `None` for anything else (signs, blanks, overflow).
+pub fn parse_u64(text: &str) -> Option<u64> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) if !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            u64::from_str_radix(hex, 16).ok()
+        }
+        Some(_) => None,
+        None if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => text.parse().ok(),
+        None => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +115,17 @@ mod tests {
         assert!(
             Params::new([("x", "1")]).accept_only(&[]).unwrap_err().to_string().contains("no parameters")
         );
+    }
+
+    #[test]
+    fn numbers_are_decimal_or_hex() {
+        assert_eq!(parse_u64("0x100000"), Some(0x100000));
+        assert_eq!(parse_u64("0XfF"), Some(255));
+        assert_eq!(parse_u64("4096"), Some(4096));
+        assert_eq!(parse_u64("0xffffffffffffffff"), Some(u64::MAX));
+        for bad in ["", "0x", "-1", "+1", " 1", "0x1g", "1e3", "0x10000000000000000"] {
+            assert_eq!(parse_u64(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The conformance kit: one call checks a compressor plugin against the
-//! contract (feature `testing`).
+//! contract (feature `testing`); [`check_filter`] does the same for filters.
 //!
 //! ```ignore
 //! #[test]
@@ -15,11 +15,15 @@
 //! `reset` gives the same bytes as a fresh context; contexts on several
 //! threads give the same bytes as one; an unknown parameter is refused.
 
+mod filter;
+
 use std::fmt;
 use std::sync::Arc;
 
 use crate::client::{CompressorModule, CompressorPlugin, StderrHost};
 use crate::{KdumpFormat, Params};
+
+pub use filter::{FilterReport, PageCase, check_filter};
 
 /// Page size used by the kit (the x86_64 page).
 pub const PAGE_SIZE: usize = 4096;
@@ -265,6 +269,21 @@ fn check_corrupt_input(
     Ok(())
 }
 
+/// `params` plus a key no plugin knows must be refused by `accepts`
+/// (a module_init that says whether it succeeded).
+fn check_unknown_key_refused(params: &Params, accepts: impl FnOnce(&Params) -> bool) -> Result<(), Failure> {
+    let mut bogus = params.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect::<Vec<_>>();
+    bogus.push(("no-such-key-in-any-plugin".into(), "1".into()));
+    if accepts(&Params::new(bogus)) {
+        return Err(fail(
+            "unknown parameter",
+            "",
+            "module_init accepted the key `no-such-key-in-any-plugin`",
+        ));
+    }
+    Ok(())
+}
+
 /// Checks `plugin` with `params` against the whole contract.
 ///
 /// # Errors
@@ -272,15 +291,7 @@ fn check_corrupt_input(
 pub fn check_compressor(plugin: CompressorPlugin, params: &Params) -> Result<Report, Failure> {
     let info = plugin.info();
     let host = Arc::new(StderrHost);
-    let mut bogus = params.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect::<Vec<_>>();
-    bogus.push(("no-such-key-in-any-plugin".into(), "1".into()));
-    if plugin.init(&Params::new(bogus), host.clone()).is_ok() {
-        return Err(fail(
-            "unknown parameter",
-            "",
-            "module_init accepted the key `no-such-key-in-any-plugin`",
-        ));
-    }
+    check_unknown_key_refused(params, |bogus| plugin.init(bogus, host.clone()).is_ok())?;
     let module = plugin.init(params, host).map_err(|e| fail("module_init", "", e))?;
     let pages = corpus();
     let streams = compress_all(&module, &pages)?;

@@ -18,7 +18,8 @@ use crate::classify::PageClassifier;
 use crate::dump::{DL_EXCLUDE_ZERO, DumpConfig, DumpReport, MetadataFilter, StructPageFilter, dump};
 use crate::input::{ReadMode, Vmcore};
 use crate::output::sink::{FileSink, FlattenedSink, Sink};
-use crate::plugin::{Registry, SearchPath};
+use crate::filters::FilterSet;
+use crate::plugin::{LoadError, Registry, SearchPath};
 use crate::profile::{OutputFormat, Profile};
 
 /// Options of `vmdump dump`; each overrides the profile.
@@ -107,11 +108,32 @@ impl HostServices for DumpHost {
     }
 }
 
-fn open_codec(profile: &Profile, plugin_dirs: &[PathBuf], vmcore: &Vmcore) -> anyhow::Result<Option<Codec>> {
+/// The plugins of the profile: the compressor (none for raw pages) and the filters.
+fn open_plugins(
+    profile: &Profile,
+    plugin_dirs: &[PathBuf],
+    vmcore: &Vmcore,
+) -> anyhow::Result<(Option<Codec>, FilterSet)> {
+    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
+    let host: Arc<dyn HostServices> = Arc::new(DumpHost { vmcoreinfo: vmcore.vmcoreinfo().cloned() });
+    let loaded = profile
+        .filters
+        .iter()
+        .map(|f| Ok((registry.filter(&f.name)?, f.params())))
+        .collect::<Result<Vec<_>, LoadError>>()?;
+    let filters = FilterSet::new(&loaded, &host)?;
+    Ok((open_codec(profile, &registry, host, vmcore)?, filters))
+}
+
+fn open_codec(
+    profile: &Profile,
+    registry: &Registry,
+    host: Arc<dyn HostServices>,
+    vmcore: &Vmcore,
+) -> anyhow::Result<Option<Codec>> {
     if profile.compress.plugin == "none" {
         return Ok(None);
     }
-    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
     let plugin = registry.compressor(&profile.compress.plugin)?;
     if plugin.info.format == KdumpFormat::Custom {
         bail!(
@@ -120,7 +142,6 @@ fn open_codec(profile: &Profile, plugin_dirs: &[PathBuf], vmcore: &Vmcore) -> an
             plugin.info.name
         );
     }
-    let host = Arc::new(DumpHost { vmcoreinfo: vmcore.vmcoreinfo().cloned() });
     let codec = Codec::new(plugin, &profile.plugin_params(), host, vmcore.page_size() as usize)?;
     Ok(Some(codec.skipping_random_pages(profile.compress.skip_random)))
 }
@@ -185,23 +206,31 @@ fn page_filter(vmcore: &Vmcore, level: u8, allow_lower: bool) -> anyhow::Result<
     Ok((Some(StructPageFilter::new(vmcore, lower)?), lower))
 }
 
+/// What transforms the pages: compressor, struct page filter, filter plugins.
+struct Stages<'a> {
+    codec: Option<&'a Codec>,
+    filter: Option<&'a dyn MetadataFilter>,
+    plugins: &'a FilterSet,
+}
+
 fn write_dump(
     args: &DumpArgs,
     profile: &Profile,
     vmcore: &Vmcore,
-    (codec, filter): (Option<&Codec>, Option<&dyn MetadataFilter>),
+    stages: &Stages<'_>,
     config: &DumpConfig,
 ) -> anyhow::Result<DumpReport> {
+    let (codec, filter, plugins) = (stages.codec, stages.filter, stages.plugins);
     if args.output == Path::new("-") {
         let mut sink = FlattenedSink::new(BufWriter::with_capacity(1 << 20, std::io::stdout().lock()))?;
-        return Ok(dump(vmcore, codec, filter, config, &mut sink)?);
+        return Ok(dump(vmcore, codec, (filter, plugins), config, &mut sink)?);
     }
     let file = create_output(&args.output, args.force)?;
     let mut sink: Box<dyn Sink> = match profile.dump.format {
         OutputFormat::Kdump => Box::new(FileSink::new(file, None).sync_on_finish(args.sync)),
         OutputFormat::Flattened => Box::new(FlattenedSink::new(BufWriter::with_capacity(1 << 20, file))?),
     };
-    dump(vmcore, codec, filter, config, sink.as_mut()).map_err(|e| {
+    dump(vmcore, codec, (filter, plugins), config, sink.as_mut()).map_err(|e| {
         // A half-written file is not a dump: never leave one that looks whole.
         let removed = std::fs::remove_file(&args.output).is_ok();
         let note = if removed { " (the partial output was removed)" } else { "" };
@@ -232,11 +261,12 @@ pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
     }
     let (filter, level) = page_filter(&vmcore, profile.dump.level, args.allow_lower_level)?;
     crate::dump::check_level(level, filter.is_some())?;
-    let codec = open_codec(&profile, plugin_dirs, &vmcore)?;
+    let (codec, plugins) = open_plugins(&profile, plugin_dirs, &vmcore)?;
     let mut config = config(&profile);
     (config.progress, config.dump_level) = (!args.no_progress, level);
     let filter = filter.as_ref().map(|f| f as &dyn MetadataFilter);
-    let report = write_dump(args, &profile, &vmcore, (codec.as_ref(), filter), &config)?;
+    let stages = Stages { codec: codec.as_ref(), filter, plugins: &plugins };
+    let report = write_dump(args, &profile, &vmcore, &stages, &config)?;
     let mut err = std::io::stderr().lock();
     write!(err, "{}{}", report.makedumpfile_text(), report.vmdump_text())?;
     Ok(if report.is_degraded() { Outcome::Degraded } else { Outcome::Success })

@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use vmdump_sdk::Needs;
+
 use crate::plugin::{Registry, SearchPath};
 
 /// Lists the plugins found on the search path.
@@ -11,19 +13,17 @@ use crate::plugin::{Registry, SearchPath};
 /// Writing to `out` failed.
 pub fn run(plugin_dirs: &[PathBuf], out: &mut impl Write) -> anyhow::Result<()> {
     let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &[]));
-    writeln!(out, "{:<12} {:<10} {:<5} {:<8} PATH", "NAME", "VERSION", "ABI", "FORMAT")?;
+    let abi = |(major, minor): (u32, u32)| format!("{major}.{minor}");
+    writeln!(out, "compressors:\n{:<12} {:<10} {:<5} {:<12} PATH", "NAME", "VERSION", "ABI", "FORMAT")?;
     for c in &registry.compressors {
-        let abi = format!("{}.{}", c.info.abi.0, c.info.abi.1);
         let format = format!("{} ({:#x})", c.info.format, c.info.format.code());
-        writeln!(
-            out,
-            "{:<12} {:<10} {:<5} {:<8} {}",
-            c.info.name,
-            c.info.version,
-            abi,
-            format,
-            c.path.display()
-        )?;
+        let (name, version, path) = (&c.info.name, &c.info.version, c.path.display());
+        writeln!(out, "{name:<12} {version:<10} {:<5} {format:<12} {path}", abi(c.info.abi))?;
+    }
+    writeln!(out, "\nfilters:\n{:<12} {:<10} {:<5} {:<12} PATH", "NAME", "VERSION", "ABI", "NEEDS")?;
+    for f in &registry.filters {
+        let (name, version, path) = (&f.info.name, &f.info.version, f.path.display());
+        writeln!(out, "{name:<12} {version:<10} {:<5} {:<12} {path}", abi(f.info.abi), needs_text(f.info.needs))?;
     }
     if !registry.skipped.is_empty() {
         writeln!(out, "\nskipped:")?;
@@ -33,4 +33,14 @@ pub fn run(plugin_dirs: &[PathBuf], out: &mut impl Write) -> anyhow::Result<()> 
     }
     writeln!(out, "\nsearch path: {}", registry.search_path.display())?;
     Ok(())
+}
+
+/// What a filter looks at, in words.
+fn needs_text(needs: Needs) -> &'static str {
+    match (needs.contains(Needs::PAGE), needs.contains(Needs::STRUCT_PAGE)) {
+        (false, false) => "pfn",
+        (true, false) => "page bytes",
+        (false, true) => "struct page",
+        (true, true) => "page+struct",
+    }
 }

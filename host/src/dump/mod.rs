@@ -23,6 +23,7 @@ use writer::{KdumpWriter, Preamble, write_ram_bitmap};
 
 use crate::classify::ClassCounts;
 use crate::codec::{Codec, EncodeStats, PageEncoder};
+use crate::filters::{FilterSet, FilterStage, PluginRanges, add_counts};
 use crate::input::{BatchReader, ReadError, ReadMode, Vmcore};
 use crate::output::sink::{Sink, SinkError};
 use crate::progress::Progress;
@@ -137,7 +138,7 @@ type Ranges<'a> = Box<dyn Iterator<Item = Result<std::ops::Range<u64>, DumpError
 pub fn dump(
     vmcore: &Vmcore,
     codec: Option<&Codec>,
-    filter: Option<&dyn MetadataFilter>,
+    (filter, plugins): (Option<&dyn MetadataFilter>, &FilterSet),
     config: &DumpConfig,
     sink: &mut dyn Sink,
 ) -> Result<DumpReport, DumpError> {
@@ -167,14 +168,19 @@ pub fn dump(
         Some(f) => Box::new(DumpableRanges::new(phys, f.cursor()?)),
         None => Box::new(phys.runs().iter().map(|r| Ok(r.start_pfn..r.end_pfn))),
     };
-    let mut reader = BatchReader::new(vmcore, ranges, config.batch_pages, config.read_mode, filter.is_some());
+    let ranges = PluginRanges::new(ranges, &plugins.metadata, vmcore.page_size());
+    let sparse = filter.is_some() || !plugins.metadata.is_empty();
+    let mut reader = BatchReader::new(vmcore, ranges, config.batch_pages, config.read_mode, sparse);
     let mut progress = Progress::new("Copying data", layout.num_dumpable, config.progress);
     let slots = (0..4 * config.threads + 4).map(|_| Slot::default()).collect();
     let workers = crate::pool::run_ordered(
         slots,
         config.threads,
         |slot: &mut Slot| reader.fill(&mut slot.pages),
-        || Worker::new(codec.map_or_else(PageEncoder::raw, Codec::encoder), exclude_zero),
+        || {
+            let encoder = codec.map_or_else(PageEncoder::raw, Codec::encoder);
+            Worker::new(encoder, exclude_zero, FilterStage::new(&plugins.content), vmcore.page_size())
+        },
         |worker: &mut Worker<'_>, slot: &mut Slot| worker.encode(slot),
         |slot: &mut Slot| {
             writer.write_slot(slot)?;
@@ -183,26 +189,37 @@ pub fn dump(
         },
     )?;
     progress.finish();
-    if writer.pages() + writer.dropped() != writer.expected_pages() {
+    let skipped = reader.ranges().skipped();
+    if writer.pages() + writer.dropped() + skipped != writer.expected_pages() {
         return Err(DumpError::Internal(format!(
             "{} pages read, the layout has {} descriptors",
-            writer.pages() + writer.dropped(),
+            writer.pages() + writer.dropped() + skipped,
             writer.expected_pages()
         )));
     }
     let bytes_written = writer.finish()?;
     let (mut zero_pages, mut encode) = (0, EncodeStats::default());
+    let mut plugin_excluded = reader.ranges().counts();
     for worker in &workers {
         let (zero, stats) = worker.counts();
         zero_pages += zero;
         encode += stats;
+        add_counts(&mut plugin_excluded, worker.filter_counts());
     }
+    let filter_failures = plugins
+        .metadata
+        .iter()
+        .chain(&plugins.content)
+        .filter_map(|f| f.failure().map(|e| (f.name().to_owned(), e.to_string())))
+        .collect();
     Ok(DumpReport {
         dump_level: config.dump_level,
         max_mapnr: layout.max_mapnr,
         ram_pages: phys.ram_pages(),
         pages_in_file: layout.num_dumpable,
         excluded,
+        plugin_excluded,
+        filter_failures,
         classify_seconds: filter.map(|_| bitmap_seconds),
         zero_pages,
         encode,

@@ -18,6 +18,10 @@ pub struct DumpReport {
     pub pages_in_file: u64,
     /// Pages a metadata filter left out, by category.
     pub excluded: ClassCounts,
+    /// Pages each filter plugin excluded, by name.
+    pub plugin_excluded: Vec<(String, u64)>,
+    /// Filter plugins that failed (disabled, their pages kept), with the error.
+    pub filter_failures: Vec<(String, String)>,
     /// Seconds of the classification pass (struct pages read, bitmaps
     /// written), when a metadata filter ran.
     pub classify_seconds: Option<f64>,
@@ -39,12 +43,17 @@ impl DumpReport {
     /// Whether the dump is complete but some pages were stored raw because
     /// the plugin failed.
     pub fn is_degraded(&self) -> bool {
-        self.plugin_failure.is_some()
+        self.plugin_failure.is_some() || !self.filter_failures.is_empty()
+    }
+
+    /// Pages the filter plugins excluded.
+    pub fn extension_pages(&self) -> u64 {
+        self.plugin_excluded.iter().map(|(_, n)| n).sum()
     }
 
     /// Excluded pages, as makedumpfile counts them (zero pages included).
     pub fn excluded_pages(&self) -> u64 {
-        self.zero_pages + self.excluded.total()
+        self.zero_pages + self.excluded.total() + self.extension_pages()
     }
 
     /// makedumpfile's report, line for line (§7.4).
@@ -68,6 +77,9 @@ impl DumpReport {
         ] {
             let _ = writeln!(t, "    {label}: {}", hex(value));
         }
+        if !self.plugin_excluded.is_empty() {
+            let _ = writeln!(t, "    Extension filter pages  : {}", hex(self.extension_pages()));
+        }
         let _ = writeln!(t, "  Remaining pages  : {}", hex(original - excluded));
         if original != 0 {
             let _ = writeln!(t, "  (The number of pages is reduced to {}%.)", (original - excluded) * 100 / original);
@@ -90,6 +102,12 @@ impl DumpReport {
              {} raw (plugin failed)",
             e.compressed, e.incompressible, e.random, e.plugin_failed
         );
+        for (name, pages) in &self.plugin_excluded {
+            let _ = writeln!(t, "Filter          : {name}: {pages} pages excluded");
+        }
+        for (name, why) in &self.filter_failures {
+            let _ = writeln!(t, "WARNING: filter {name} failed ({why}); it was disabled and its pages kept. The dump is complete.");
+        }
         if let Some(seconds) = self.classify_seconds {
             let _ = writeln!(t, "Classification  : {:.3} s (struct pages of {} pfns)", seconds, self.max_mapnr);
         }

@@ -4,6 +4,7 @@
 use vmdump_sdk::KdumpFormat;
 
 use crate::codec::{EncodeStats, Encoded, PageEncoder};
+use crate::filters::FilterStage;
 use crate::input::PageBatch;
 
 /// How one page goes into the dump.
@@ -42,18 +43,25 @@ pub fn is_zero_page(page: &[u8]) -> bool {
     whole && chunks.remainder().iter().all(|&b| b == 0)
 }
 
-/// One worker's state: its plugin context and its counts.
+/// One worker's state: its plugin contexts and its counts.
 pub struct Worker<'c> {
     encoder: PageEncoder<'c>,
     exclude_zero: bool,
+    filters: FilterStage<'c>,
+    page_size: u64,
     zero_pages: u64,
 }
 
 impl<'c> Worker<'c> {
     /// A worker encoding with `encoder`; zero pages are excluded when
-    /// `exclude_zero` (dump level bit 1).
-    pub fn new(encoder: PageEncoder<'c>, exclude_zero: bool) -> Self {
-        Self { encoder, exclude_zero, zero_pages: 0 }
+    /// `exclude_zero` (dump level bit 1), then what the content `filters` say.
+    pub fn new(encoder: PageEncoder<'c>, exclude_zero: bool, filters: FilterStage<'c>, page_size: u64) -> Self {
+        Self { encoder, exclude_zero, filters, page_size, zero_pages: 0 }
+    }
+
+    /// Pages each content filter excluded, by name.
+    pub fn filter_counts(&self) -> Vec<(String, u64)> {
+        self.filters.counts()
     }
 
     /// Zero pages seen, and the encoder's counts.
@@ -70,6 +78,11 @@ impl<'c> Worker<'c> {
             if self.exclude_zero && is_zero_page(page) {
                 self.zero_pages += 1;
                 slot.records.push(PageRecord::Zero);
+                continue;
+            }
+            let pfn = slot.pages.first_pfn() + index as u64;
+            if self.filters.excludes(pfn, pfn * self.page_size, Some(page)) {
+                slot.records.push(PageRecord::Excluded);
                 continue;
             }
             let (bytes, format) = match self.encoder.encode(page) {

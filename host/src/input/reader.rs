@@ -130,6 +130,11 @@ where
         }
     }
 
+    /// The ranges it reads (and what they know, e.g. what they left out).
+    pub fn ranges(&self) -> &I {
+        &self.ranges
+    }
+
     /// The mmap error that switched the run to pread, if one did.
     pub fn mmap_failure(&self) -> Option<&io::Error> {
         self.mmap_failure.as_ref()

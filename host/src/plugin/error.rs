@@ -19,7 +19,7 @@ pub enum LoadError {
         reason: String,
     },
     /// A shared object without the entry symbol.
-    #[error("{path}: not a vmdump plugin (no symbol vmdump_compressor_entry_v1)")]
+    #[error("{path}: not a vmdump plugin (no symbol vmdump_compressor_entry_v1 or vmdump_filter_entry_v1)")]
     NotAPlugin {
         /// The file.
         path: PathBuf,
@@ -51,9 +51,11 @@ pub enum LoadError {
         /// The file that wins.
         first: PathBuf,
     },
-    /// No plugin of that name on the search path.
-    #[error("no compressor plugin named `{name}` (found: {available}); search path: {search_path}")]
+    /// No plugin of that kind and name on the search path.
+    #[error("no {kind} plugin named `{name}` (found: {available}); search path: {search_path}")]
     NotFound {
+        /// "compressor" or "filter".
+        kind: &'static str,
         /// The requested name.
         name: String,
         /// Names that were found.

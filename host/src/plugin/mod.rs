@@ -12,8 +12,9 @@ mod search;
 use std::path::{Path, PathBuf};
 
 pub use error::LoadError;
+use ffi::AnyPlugin;
 pub use search::{PLUGIN_PATH_ENV, SYSTEM_PLUGIN_DIR, SearchPath, check_trusted};
-use vmdump_sdk::client::{CompressorPlugin, PluginInfo};
+use vmdump_sdk::client::{CompressorPlugin, FilterInfo, FilterPlugin, PluginInfo};
 
 /// A compressor plugin loaded from a file.
 #[derive(Debug, Clone)]
@@ -26,21 +27,70 @@ pub struct LoadedCompressor {
     pub plugin: CompressorPlugin,
 }
 
+/// A filter plugin loaded from a file.
+#[derive(Debug, Clone)]
+pub struct LoadedFilter {
+    /// Where it was loaded from.
+    pub path: PathBuf,
+    /// What it says about itself.
+    pub info: FilterInfo,
+    /// Its validated table.
+    pub plugin: FilterPlugin,
+}
+
+/// A plugin file of either kind.
+pub enum Loaded {
+    /// A compressor.
+    Compressor(LoadedCompressor),
+    /// A filter.
+    Filter(LoadedFilter),
+}
+
 /// Loads one plugin file after checking who may write it.
 ///
 /// # Errors
 /// The [`LoadError`] of the first check that fails.
-pub fn load_compressor(path: &Path) -> Result<LoadedCompressor, LoadError> {
+pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     check_trusted(path)?;
-    let plugin = ffi::open_compressor(path)?;
-    Ok(LoadedCompressor { path: path.to_owned(), info: plugin.info(), plugin })
+    Ok(match ffi::open_plugin(path)? {
+        AnyPlugin::Compressor(plugin) => {
+            Loaded::Compressor(LoadedCompressor { path: path.to_owned(), info: plugin.info(), plugin })
+        }
+        AnyPlugin::Filter(plugin) => Loaded::Filter(LoadedFilter { path: path.to_owned(), info: plugin.info(), plugin }),
+    })
+}
+
+/// Loads one compressor plugin file.
+///
+/// # Errors
+/// The [`LoadError`] of the first check that fails; a filter plugin is
+/// [`LoadError::NotAPlugin`] here.
+pub fn load_compressor(path: &Path) -> Result<LoadedCompressor, LoadError> {
+    match load(path)? {
+        Loaded::Compressor(c) => Ok(c),
+        Loaded::Filter(_) => Err(LoadError::NotAPlugin { path: path.to_owned() }),
+    }
+}
+
+/// Loads one filter plugin file.
+///
+/// # Errors
+/// The [`LoadError`] of the first check that fails; a compressor plugin is
+/// [`LoadError::NotAPlugin`] here.
+pub fn load_filter(path: &Path) -> Result<LoadedFilter, LoadError> {
+    match load(path)? {
+        Loaded::Filter(f) => Ok(f),
+        Loaded::Compressor(_) => Err(LoadError::NotAPlugin { path: path.to_owned() }),
+    }
 }
 
 /// Every plugin found on a search path, and every file skipped with its reason.
 #[derive(Debug, Default)]
 pub struct Registry {
-    /// Loaded plugins, first of each name only.
+    /// Loaded compressor plugins, first of each name only.
     pub compressors: Vec<LoadedCompressor>,
+    /// Loaded filter plugins, first of each name only.
+    pub filters: Vec<LoadedFilter>,
     /// Files that were not loaded, and why.
     pub skipped: Vec<LoadError>,
     /// The directories searched.
@@ -53,22 +103,30 @@ impl Registry {
     pub fn discover(search_path: SearchPath) -> Self {
         let mut registry = Self { search_path, ..Self::default() };
         for file in registry.search_path.candidate_files() {
-            match load_compressor(&file) {
-                Ok(found) => registry.add(found),
+            match load(&file) {
+                Ok(Loaded::Compressor(found)) => registry.add_compressor(found),
+                Ok(Loaded::Filter(found)) => registry.add_filter(found),
                 Err(e) => registry.skipped.push(e),
             }
         }
         registry
     }
 
-    fn add(&mut self, found: LoadedCompressor) {
+    fn shadowed(path: PathBuf, name: String, first: &Path) -> LoadError {
+        LoadError::Shadowed { path, name, first: first.to_owned() }
+    }
+
+    fn add_compressor(&mut self, found: LoadedCompressor) {
         match self.compressors.iter().find(|c| c.info.name == found.info.name) {
-            Some(first) => self.skipped.push(LoadError::Shadowed {
-                path: found.path,
-                name: found.info.name,
-                first: first.path.clone(),
-            }),
+            Some(first) => self.skipped.push(Self::shadowed(found.path, found.info.name, &first.path)),
             None => self.compressors.push(found),
+        }
+    }
+
+    fn add_filter(&mut self, found: LoadedFilter) {
+        match self.filters.iter().find(|f| f.info.name == found.info.name) {
+            Some(first) => self.skipped.push(Self::shadowed(found.path, found.info.name, &first.path)),
+            None => self.filters.push(found),
         }
     }
 
@@ -78,8 +136,22 @@ impl Registry {
     /// [`LoadError::NotFound`] listing what is available and where it looked.
     pub fn compressor(&self, name: &str) -> Result<&LoadedCompressor, LoadError> {
         self.compressors.iter().find(|c| c.info.name == name).ok_or_else(|| LoadError::NotFound {
+            kind: "compressor",
             name: name.to_owned(),
             available: self.compressors.iter().map(|c| c.info.name.as_str()).collect::<Vec<_>>().join(", "),
+            search_path: self.search_path.display(),
+        })
+    }
+
+    /// The filter named `name`.
+    ///
+    /// # Errors
+    /// [`LoadError::NotFound`] listing what is available and where it looked.
+    pub fn filter(&self, name: &str) -> Result<&LoadedFilter, LoadError> {
+        self.filters.iter().find(|f| f.info.name == name).ok_or_else(|| LoadError::NotFound {
+            kind: "filter",
+            name: name.to_owned(),
+            available: self.filters.iter().map(|f| f.info.name.as_str()).collect::<Vec<_>>().join(", "),
             search_path: self.search_path.display(),
         })
     }

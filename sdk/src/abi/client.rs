@@ -1,17 +1,26 @@
-//! The calling side of the contract: safe wrappers over a compressor table,
-//! whoever built it (a Rust plugin in-process, a `.so` the host loaded, a C
-//! plugin). The host's worker pool and the conformance kit both use these.
+//! The calling side of the contract: safe wrappers over a compressor or filter
+//! table, whoever built it (a Rust plugin in-process, a `.so` the host loaded,
+//! a C plugin). The host's worker pool and the conformance kit both use these.
 //!
 //! Ownership mirrors the life cycle: a [`CompressorModule`] (module_init ..
 //! module_finalize) lends [`CompressorContext`]s (ctx_init .. ctx_finalize),
-//! so the borrow checker guarantees contexts are finalized first.
+//! so the borrow checker guarantees contexts are finalized first; likewise
+//! [`FilterModule`] and [`FilterContext`].
 
-use std::ffi::{CStr, CString, c_char, c_int, c_void};
+mod checks;
+mod filter;
+mod lifecycle;
+
 use std::fmt;
 use std::sync::Arc;
 
-use crate::abi::{self, CompressorV1, RawError, RawHostApi, RawParam, RawParams, status};
+use checks::{c_text, check_name, check_prefix, check_required};
+use lifecycle::{LiveContext, LiveModule, call_error, new_error};
+
+use crate::abi::{self, CompressorV1, status};
 use crate::{KdumpFormat, LogLevel, Params};
+
+pub use filter::{FilterContext, FilterInfo, FilterModule, FilterPlugin};
 
 /// Why a table is not a usable compressor (checked before any call into it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +50,8 @@ pub enum TableError {
     BadName(String),
     /// `kdump_format` is not a known code.
     BadFormat(u32),
+    /// A filter's `needs` has a bit this ABI does not define.
+    BadNeeds(u32),
 }
 
 impl fmt::Display for TableError {
@@ -59,6 +70,7 @@ impl fmt::Display for TableError {
             Self::MissingCallback(name) => write!(f, "required callback `{name}` is null"),
             Self::BadName(why) => write!(f, "bad plugin name: {why}"),
             Self::BadFormat(code) => write!(f, "unknown kdump format code {code:#x}"),
+            Self::BadNeeds(bits) => write!(f, "unknown filter needs bits {bits:#x}"),
         }
     }
 }
@@ -146,14 +158,6 @@ impl HostServices for StderrHost {
     }
 }
 
-fn c_text(ptr: *const c_char) -> Option<String> {
-    if ptr.is_null() {
-        return None;
-    }
-    // SAFETY: non-null strings in a validated table are NUL-terminated and static.
-    unsafe { CStr::from_ptr(ptr) }.to_str().ok().map(str::to_owned)
-}
-
 /// A validated compressor table.
 #[derive(Clone, Copy)]
 pub struct CompressorPlugin {
@@ -178,42 +182,20 @@ impl CompressorPlugin {
     /// # Errors
     /// The first [`TableError`] found.
     pub unsafe fn from_raw(table: *const CompressorV1) -> Result<Self, TableError> {
-        if table.is_null() {
-            return Err(TableError::Refused);
-        }
-        // Read the fixed prefix field by field: the rest may not exist.
-        // SAFETY: caller guarantees the 24-byte prefix is readable.
-        let (magic, major, minor, size) = unsafe {
-            (
-                std::ptr::addr_of!((*table).magic).read_unaligned(),
-                std::ptr::addr_of!((*table).abi_major).read_unaligned(),
-                std::ptr::addr_of!((*table).abi_minor).read_unaligned(),
-                std::ptr::addr_of!((*table).struct_size).read_unaligned(),
-            )
-        };
-        if magic != abi::PLUGIN_MAGIC {
-            return Err(TableError::BadMagic(magic));
-        }
-        if major != abi::ABI_MAJOR {
-            return Err(TableError::AbiMajor {
-                plugin: (major, minor),
-                host: (abi::ABI_MAJOR, abi::ABI_MINOR),
-            });
-        }
-        if (size as usize) < abi::COMPRESSOR_V1_0_SIZE {
-            return Err(TableError::ShortTable { size, needed: abi::COMPRESSOR_V1_0_SIZE });
-        }
-        // SAFETY: struct_size covers the whole 1.0 table; caller guarantees it lives forever.
-        let table: &'static CompressorV1 = unsafe { &*table };
-        Self::check_callbacks(table)?;
-        let plugin = Self { table };
-        let name = c_text(table.name).ok_or_else(|| TableError::BadName("null or not UTF-8".into()))?;
-        let valid = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_';
-        if name.is_empty() || name.len() > 64 || !name.chars().all(valid) {
-            return Err(TableError::BadName(format!("`{name}` is not a short lowercase key")));
-        }
+        // SAFETY: the caller's contract is check_prefix's.
+        let table = unsafe { check_prefix(table) }?;
+        check_required(&[
+            ("module_init", table.module_init.is_some()),
+            ("bound", table.bound.is_some()),
+            ("ctx_init", table.ctx_init.is_some()),
+            ("compress", table.compress.is_some()),
+            ("decompress", table.decompress.is_some()),
+            ("ctx_finalize", table.ctx_finalize.is_some()),
+            ("module_finalize", table.module_finalize.is_some()),
+        ])?;
+        check_name(table.name)?;
         KdumpFormat::from_code(table.kdump_format).ok_or(TableError::BadFormat(table.kdump_format))?;
-        Ok(plugin)
+        Ok(Self { table })
     }
 
     /// Wraps a table exported by [`export_compressor!`](crate::export_compressor)
@@ -225,22 +207,6 @@ impl CompressorPlugin {
         // SAFETY: an ExportedTable is a complete static table whose callbacks
         // are the SDK's own trampolines, which follow the header's contract.
         unsafe { Self::from_raw(table.as_raw()) }.unwrap_or_else(|e| panic!("exported table is invalid: {e}"))
-    }
-
-    fn check_callbacks(t: &CompressorV1) -> Result<(), TableError> {
-        let required = [
-            ("module_init", t.module_init.is_some()),
-            ("bound", t.bound.is_some()),
-            ("ctx_init", t.ctx_init.is_some()),
-            ("compress", t.compress.is_some()),
-            ("decompress", t.decompress.is_some()),
-            ("ctx_finalize", t.ctx_finalize.is_some()),
-            ("module_finalize", t.module_finalize.is_some()),
-        ];
-        match required.iter().find(|(_, present)| !present) {
-            Some((name, _)) => Err(TableError::MissingCallback(name)),
-            None => Ok(()),
-        }
     }
 
     /// Name, version, format and ABI of the plugin.
@@ -269,55 +235,10 @@ impl CompressorPlugin {
     }
 }
 
-/// What the host API callbacks reach through `vmdump_host_api.host`.
-struct HostCell {
-    plugin: String,
-    services: Arc<dyn HostServices>,
-}
-
-unsafe extern "C" fn host_log(host: *mut c_void, level: c_int, message: *const c_char) {
-    // SAFETY: `host` is the HostCell the module owns; it outlives the plugin's use.
-    let cell = unsafe { &*host.cast::<HostCell>() };
-    let text = c_text(message).unwrap_or_else(|| "(message not UTF-8)".into());
-    cell.services.log(&cell.plugin, LogLevel::from_raw(level), &text);
-}
-
-unsafe extern "C" fn host_vmcoreinfo(
-    host: *mut c_void,
-    key: *const c_char,
-    buf: *mut c_char,
-    len: usize,
-) -> i64 {
-    // SAFETY: `host` is the module's HostCell (see host_log).
-    let cell = unsafe { &*host.cast::<HostCell>() };
-    let Some(value) = c_text(key).and_then(|k| cell.services.vmcoreinfo(&k)) else { return -1 };
-    if value.len() >= len || buf.is_null() {
-        return value.len() as i64;
-    }
-    // SAFETY: `buf` is writable for `len` bytes and `value.len() + 1 <= len`.
-    unsafe {
-        std::ptr::copy_nonoverlapping(value.as_ptr(), buf.cast::<u8>(), value.len());
-        *buf.add(value.len()) = 0;
-    }
-    value.len() as i64
-}
-
-fn new_error() -> RawError {
-    RawError { message: [0; abi::ERROR_MESSAGE_LEN] }
-}
-
-fn call_error(call: &'static str, code: c_int, err: &RawError) -> CallError {
-    let bytes: Vec<u8> = err.message.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
-    CallError { call, status: Some(code), message: String::from_utf8_lossy(&bytes).into_owned() }
-}
-
 /// An initialised plugin module: shared state for every worker's context.
 pub struct CompressorModule {
     table: &'static CompressorV1,
-    module: *mut c_void,
-    // Boxed so their addresses stay fixed while the plugin holds them.
-    _host_api: Box<RawHostApi>,
-    _host_cell: Box<HostCell>,
+    live: LiveModule,
 }
 
 // SAFETY: the header requires module state to be read-only after module_init
@@ -333,40 +254,15 @@ impl CompressorModule {
         params: &Params,
         services: Arc<dyn HostServices>,
     ) -> Result<Self, CallError> {
-        let cell = Box::new(HostCell { plugin, services });
-        let host_api = Box::new(RawHostApi {
-            struct_size: std::mem::size_of::<RawHostApi>() as u32,
-            abi_minor: abi::ABI_MINOR,
-            host: std::ptr::from_ref::<HostCell>(&cell).cast_mut().cast(),
-            log: Some(host_log),
-            vmcoreinfo: Some(host_vmcoreinfo),
-        });
-        let to_c = |s: &str| {
-            CString::new(s)
-                .map_err(|_| CallError::misbehaved("module_init", format!("parameter `{s}` holds a NUL")))
-        };
-        let texts: Vec<(CString, CString)> =
-            params.iter().map(|(k, v)| Ok((to_c(k)?, to_c(v)?))).collect::<Result<_, CallError>>()?;
-        let items: Vec<RawParam> =
-            texts.iter().map(|(k, v)| RawParam { key: k.as_ptr(), value: v.as_ptr() }).collect();
-        let raw_params = RawParams { items: items.as_ptr(), count: items.len() };
-        let mut module = std::ptr::null_mut();
-        let mut err = new_error();
-        let init = table.module_init.expect("validated table");
-        // SAFETY: validated table; every pointer is valid for the call and the
-        // host table lives as long as the returned module.
-        let code = unsafe { init(&raw_params, &*host_api, &mut module, &mut err) };
-        if code != status::OK {
-            return Err(call_error("module_init", code, &err));
-        }
-        Ok(Self { table, module, _host_api: host_api, _host_cell: cell })
+        let callbacks = (table.module_init, table.module_finalize);
+        Ok(Self { table, live: LiveModule::init(callbacks, plugin, params, services)? })
     }
 
     /// The plugin's output bound for `src_len` input bytes.
     pub fn bound(&self, src_len: usize) -> usize {
         let bound = self.table.bound.expect("validated table");
         // SAFETY: live module from module_init; bound is thread-safe by contract.
-        unsafe { bound(self.module, src_len) }
+        unsafe { bound(self.live.state, src_len) }
     }
 
     /// Creates one per-thread context.
@@ -374,30 +270,15 @@ impl CompressorModule {
     /// # Errors
     /// The plugin's failure to create it.
     pub fn new_context(&self) -> Result<CompressorContext<'_>, CallError> {
-        let mut ctx = std::ptr::null_mut();
-        let mut err = new_error();
-        let init = self.table.ctx_init.expect("validated table");
-        // SAFETY: live module; valid out-pointers.
-        let code = unsafe { init(self.module, &mut ctx, &mut err) };
-        if code != status::OK {
-            return Err(call_error("ctx_init", code, &err));
-        }
-        Ok(CompressorContext { module: self, ctx })
-    }
-}
-
-impl Drop for CompressorModule {
-    fn drop(&mut self) {
-        let finalize = self.table.module_finalize.expect("validated table");
-        // SAFETY: every context borrowed this module and is gone; called once.
-        unsafe { finalize(self.module) }
+        let callbacks = (self.table.ctx_init, self.table.ctx_finalize);
+        Ok(CompressorContext { module: self, live: LiveContext::init(callbacks, &self.live)? })
     }
 }
 
 /// One worker's context: compress, reset and decompress pages.
 pub struct CompressorContext<'m> {
     module: &'m CompressorModule,
-    ctx: *mut c_void,
+    live: LiveContext,
 }
 
 // SAFETY: a context may move between threads between calls (header contract);
@@ -417,7 +298,8 @@ impl CompressorContext<'_> {
         let mut err = new_error();
         // SAFETY: live context used by this thread only; buffers valid for
         // their lengths; `written` is a valid in/out length.
-        let code = unsafe { f(self.ctx, src.as_ptr(), src.len(), dst.as_mut_ptr(), &mut written, &mut err) };
+        let code =
+            unsafe { f(self.live.ctx, src.as_ptr(), src.len(), dst.as_mut_ptr(), &mut written, &mut err) };
         if code != status::OK {
             return Err(call_error(call, code, &err));
         }
@@ -456,15 +338,7 @@ impl CompressorContext<'_> {
         let Some(reset) = self.module.table.reset else { return Ok(()) };
         let mut err = new_error();
         // SAFETY: live context used by this thread only.
-        let code = unsafe { reset(self.ctx, &mut err) };
+        let code = unsafe { reset(self.live.ctx, &mut err) };
         if code == status::OK { Ok(()) } else { Err(call_error("reset", code, &err)) }
-    }
-}
-
-impl Drop for CompressorContext<'_> {
-    fn drop(&mut self) {
-        let finalize = self.module.table.ctx_finalize.expect("validated table");
-        // SAFETY: context from ctx_init, finalized exactly once, module alive.
-        unsafe { finalize(self.ctx) }
     }
 }

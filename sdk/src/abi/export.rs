@@ -5,13 +5,21 @@
 //! becomes `VMDUMP_ERR_PANICKED` with its message, an [`SdkError`] its status
 //! code and text. The trampolines are generic over the factory type and are
 //! monomorphised in the plugin crate; the macro only adds the entry symbol.
+//! The life-cycle trampolines (`module_init`, `ctx_init`, the finalizers) are
+//! shared by every plugin kind (a private `PluginKind` trait); the filter's
+//! own are in the child module `filter`.
+
+mod filter;
 
 use std::any::Any;
 use std::ffi::{CStr, c_char, c_int, c_void};
+use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::abi::{self, CompressorV1, RawError, RawHostApi, RawParams, status};
-use crate::{Compressor, CompressorFactory, Host, Params, SdkError};
+use crate::{Compressor, CompressorFactory, FilterFactory, Host, Params, SdkError};
+
+pub use filter::{ExportedFilterTable, filter_entry, filter_table};
 
 /// A `&'static CStr` from a string literal that ends in NUL, usable in consts.
 pub const fn cstr(text: &'static str) -> &'static CStr {
@@ -47,14 +55,14 @@ pub const fn compressor_table<F: CompressorFactory>(version: &'static CStr) -> E
         description: F::DESCRIPTION.as_ptr(),
         kdump_format: F::FORMAT.code(),
         reserved: 0,
-        module_init: Some(module_init::<F>),
+        module_init: Some(module_init::<AsCompressor<F>>),
         bound: Some(bound::<F>),
-        ctx_init: Some(ctx_init::<F>),
+        ctx_init: Some(ctx_init::<AsCompressor<F>>),
         compress: Some(compress::<F>),
         reset: Some(reset::<F>),
         decompress: Some(decompress::<F>),
-        ctx_finalize: Some(ctx_finalize::<F>),
-        module_finalize: Some(module_finalize::<F>),
+        ctx_finalize: Some(finalize::<F::Context>),
+        module_finalize: Some(finalize::<F>),
     })
 }
 
@@ -65,8 +73,47 @@ pub fn entry(
     host_abi_major: u32,
     _host_abi_minor: u32,
 ) -> *const CompressorV1 {
-    if host_abi_major == abi::ABI_MAJOR { table.as_raw() } else { std::ptr::null() }
+    offered(table.as_raw(), host_abi_major)
 }
+
+/// `table` for a host of this ABI major, null for any other.
+fn offered<T>(table: &'static T, host_abi_major: u32) -> *const T {
+    if host_abi_major == abi::ABI_MAJOR { table } else { std::ptr::null() }
+}
+
+/// What the shared life-cycle trampolines need from a kind of plugin: how to
+/// build its module state and a context from it.
+trait PluginKind: 'static {
+    /// The shared module state (the plugin's factory).
+    type Module: Send + Sync + 'static;
+    /// The per-thread context.
+    type Context: Send + 'static;
+    fn build(params: &Params, host: &Host) -> Result<Self::Module, SdkError>;
+    fn new_context(module: &Self::Module) -> Result<Self::Context, SdkError>;
+}
+
+/// `$kind<F>`: a factory of trait `$factory` seen as a [`PluginKind`] (both
+/// factory traits have the same `init` and `new_context`).
+macro_rules! plugin_kind {
+    ($kind:ident, $factory:ident) => {
+        #[doc = concat!("A [`", stringify!($factory), "`] seen as a [`PluginKind`].")]
+        struct $kind<F>(PhantomData<F>);
+
+        impl<F: $factory> PluginKind for $kind<F> {
+            type Module = F;
+            type Context = F::Context;
+            fn build(params: &Params, host: &Host) -> Result<F, SdkError> {
+                F::init(params, host)
+            }
+            fn new_context(module: &F) -> Result<F::Context, SdkError> {
+                module.new_context()
+            }
+        }
+    };
+}
+
+plugin_kind!(AsCompressor, CompressorFactory);
+plugin_kind!(AsFilter, FilterFactory);
 
 fn panic_text(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
@@ -145,7 +192,7 @@ unsafe fn dst_slice<'a>(ptr: *mut u8, len: usize) -> &'a mut [u8] {
     if len == 0 { &mut [] } else { unsafe { std::slice::from_raw_parts_mut(ptr, len) } }
 }
 
-unsafe extern "C" fn module_init<F: CompressorFactory>(
+unsafe extern "C" fn module_init<K: PluginKind>(
     params: *const RawParams,
     host: *const RawHostApi,
     module: *mut *mut c_void,
@@ -157,9 +204,9 @@ unsafe extern "C" fn module_init<F: CompressorFactory>(
         let params = unsafe { read_params(params)? };
         // SAFETY: as above.
         let host = unsafe { Host::from_raw(host) };
-        let factory = F::init(&params, &host)?;
+        let state = K::build(&params, &host)?;
         // SAFETY: `module` is a valid out-pointer (header contract).
-        unsafe { *module = Box::into_raw(Box::new(factory)).cast() };
+        unsafe { *module = Box::into_raw(Box::new(state)).cast() };
         Ok(())
     })
 }
@@ -171,15 +218,15 @@ unsafe extern "C" fn bound<F: CompressorFactory>(module: *const c_void, src_len:
     catch_unwind(AssertUnwindSafe(|| factory.bound(src_len))).unwrap_or(0)
 }
 
-unsafe extern "C" fn ctx_init<F: CompressorFactory>(
+unsafe extern "C" fn ctx_init<K: PluginKind>(
     module: *const c_void,
     ctx: *mut *mut c_void,
     err: *mut RawError,
 ) -> c_int {
     guarded(err, || {
-        // SAFETY: `module` came from module_init::<F> and is still alive.
-        let factory = unsafe { &*module.cast::<F>() };
-        let context = factory.new_context()?;
+        // SAFETY: `module` came from module_init::<K> and is still alive.
+        let state = unsafe { &*module.cast::<K::Module>() };
+        let context = K::new_context(state)?;
         // SAFETY: `ctx` is a valid out-pointer (header contract).
         unsafe { *ctx = Box::into_raw(Box::new(context)).cast() };
         Ok(())
@@ -243,53 +290,77 @@ unsafe extern "C" fn reset<F: CompressorFactory>(ctx: *mut c_void, err: *mut Raw
     })
 }
 
-unsafe extern "C" fn ctx_finalize<F: CompressorFactory>(ctx: *mut c_void) {
-    if ctx.is_null() {
+/// `ctx_finalize` (`T` a context) and `module_finalize` (`T` a factory).
+unsafe extern "C" fn finalize<T>(state: *mut c_void) {
+    if state.is_null() {
         return;
     }
-    // SAFETY: `ctx` came from Box::into_raw in ctx_init::<F>; finalized once.
-    let context = unsafe { Box::from_raw(ctx.cast::<F::Context>()) };
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(context)));
-}
-
-unsafe extern "C" fn module_finalize<F: CompressorFactory>(module: *mut c_void) {
-    if module.is_null() {
-        return;
-    }
-    // SAFETY: `module` came from Box::into_raw in module_init::<F>; finalized once.
-    let factory = unsafe { Box::from_raw(module.cast::<F>()) };
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(factory)));
+    // SAFETY: `state` came from Box::into_raw of a `T` in module_init or
+    // ctx_init, and the host finalizes it exactly once.
+    let state = unsafe { Box::from_raw(state.cast::<T>()) };
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(state)));
 }
 
 /// Exports a [`CompressorFactory`] as a vmdump compressor plugin.
 ///
 /// Writes the static ABI table, the versioned entry symbol
-/// `vmdump_compressor_entry_v1` and `vmdump_compressor_table()`, which gives
-/// the table to in-process tests (the conformance kit) without dlopen. Use it
+/// `vmdump_compressor_entry_v1` and `vmdump_compressor()`, which gives the
+/// table to in-process tests (the conformance kit) without dlopen. Use it
 /// once per `cdylib`; the crate may `#![deny(unsafe_code)]` (not `forbid`: the
 /// entry symbol needs `#[unsafe(no_mangle)]`, allowed locally by the macro).
 #[macro_export]
 macro_rules! export_compressor {
     ($factory:ty) => {
-        static __VMDUMP_COMPRESSOR_V1: $crate::abi::export::ExportedTable =
-            $crate::abi::export::compressor_table::<$factory>($crate::abi::export::cstr(concat!(
-                env!("CARGO_PKG_VERSION"),
-                "\0"
-            )));
+        $crate::__vmdump_export_table! {
+            static __VMDUMP_COMPRESSOR_V1: ExportedTable = compressor_table::<$factory>;
+            fn vmdump_compressor() -> CompressorPlugin;
+            extern fn vmdump_compressor_entry_v1() -> CompressorV1 = entry;
+        }
+    };
+}
+
+/// Exports a [`FilterFactory`](crate::FilterFactory) as a vmdump filter plugin.
+///
+/// Writes the static ABI table, the versioned entry symbol
+/// `vmdump_filter_entry_v1` and `vmdump_filter()`, which gives the table to
+/// in-process tests ([`check_filter`](crate::testing::check_filter)) without
+/// dlopen. Its names differ from [`export_compressor!`]'s, so one crate could
+/// use both; one plugin kind per `.so` is the usual way.
+#[macro_export]
+macro_rules! export_filter {
+    ($factory:ty) => {
+        $crate::__vmdump_export_table! {
+            static __VMDUMP_FILTER_V1: ExportedFilterTable = filter_table::<$factory>;
+            fn vmdump_filter() -> FilterPlugin;
+            extern fn vmdump_filter_entry_v1() -> FilterV1 = filter_entry;
+        }
+    };
+}
+
+/// The body of the export macros: a static table of the crate's version, an
+/// in-process accessor and the `#[no_mangle]` entry symbol. Not public API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __vmdump_export_table {
+    (
+        static $table:ident: $exported:ident = $build:ident::<$factory:ty>;
+        fn $accessor:ident() -> $plugin:ident;
+        extern fn $entry:ident() -> $raw:ident = $body:ident;
+    ) => {
+        static $table: $crate::abi::export::$exported = $crate::abi::export::$build::<$factory>(
+            $crate::abi::export::cstr(concat!(env!("CARGO_PKG_VERSION"), "\0")),
+        );
 
         /// This plugin through its ABI table, in-process (for the conformance kit).
-        pub fn vmdump_compressor() -> $crate::client::CompressorPlugin {
-            $crate::client::CompressorPlugin::from_exported(&__VMDUMP_COMPRESSOR_V1)
+        pub fn $accessor() -> $crate::client::$plugin {
+            $crate::client::$plugin::from_exported(&$table)
         }
 
         /// The versioned entry point the vmdump host looks up.
         #[allow(unsafe_code)]
         #[unsafe(no_mangle)]
-        pub extern "C" fn vmdump_compressor_entry_v1(
-            host_abi_major: u32,
-            host_abi_minor: u32,
-        ) -> *const $crate::abi::CompressorV1 {
-            $crate::abi::export::entry(&__VMDUMP_COMPRESSOR_V1, host_abi_major, host_abi_minor)
+        pub extern "C" fn $entry(host_abi_major: u32, host_abi_minor: u32) -> *const $crate::abi::$raw {
+            $crate::abi::export::$body(&$table, host_abi_major, host_abi_minor)
         }
     };
 }

@@ -19,8 +19,28 @@ pub const ABI_MAJOR: u32 = 1;
 pub const ABI_MINOR: u32 = 0;
 /// The compressor entry symbol for ABI major 1, NUL-terminated for dlsym.
 pub const COMPRESSOR_ENTRY_V1: &[u8] = b"vmdump_compressor_entry_v1\0";
+/// The filter entry symbol for ABI major 1, NUL-terminated for dlsym.
+pub const FILTER_ENTRY_V1: &[u8] = b"vmdump_filter_entry_v1\0";
 /// `VMDUMP_ERROR_MESSAGE_LEN`.
 pub const ERROR_MESSAGE_LEN: usize = 256;
+
+/// `VMDUMP_FILTER_NEEDS_*` bits of `vmdump_filter_v1.needs`.
+pub mod needs {
+    /// The page bytes (a content filter).
+    pub const PAGE: u32 = 0x1;
+    /// The page's struct page bytes (a metadata filter).
+    pub const STRUCT_PAGE: u32 = 0x2;
+    /// Every bit ABI 1.0 defines; a table with another bit is refused.
+    pub const KNOWN: u32 = PAGE | STRUCT_PAGE;
+}
+
+/// `enum vmdump_verdict` values.
+pub mod verdict {
+    /// The page stays in the dump.
+    pub const KEEP: u32 = 0;
+    /// The page is left out.
+    pub const EXCLUDE: u32 = 1;
+}
 
 /// `enum vmdump_status` values.
 pub mod status {
@@ -162,6 +182,95 @@ unsafe impl Sync for RawHostApi {}
 // SAFETY: see `Sync` above.
 unsafe impl Send for RawHostApi {}
 
+/// The fields every plugin table starts with, whatever its kind: what a host
+/// reads, field by field, before it trusts the rest of a table.
+#[repr(C)]
+pub struct TablePrefix {
+    /// `VMDUMP_PLUGIN_MAGIC`.
+    pub magic: u64,
+    /// ABI major the plugin was built with.
+    pub abi_major: u32,
+    /// ABI minor the plugin was built with.
+    pub abi_minor: u32,
+    /// Size of the plugin's table.
+    pub struct_size: u32,
+    /// No flags in 1.0.
+    pub flags: u32,
+}
+
+/// `struct vmdump_page`: one page given to `classify`.
+#[repr(C)]
+pub struct RawPage {
+    /// Size of the host's struct.
+    pub struct_size: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Page frame number.
+    pub pfn: u64,
+    /// Physical address of the first byte.
+    pub paddr: u64,
+    /// Page bytes when the filter needs them, else null.
+    pub data: *const u8,
+    /// Bytes at `data`.
+    pub data_len: usize,
+    /// Struct page bytes when the filter needs them, else null.
+    pub struct_page: *const u8,
+    /// Bytes at `struct_page`.
+    pub struct_page_len: usize,
+}
+
+/// `classify`.
+pub type ClassifyFn = unsafe extern "C" fn(
+    ctx: *mut c_void,
+    page: *const RawPage,
+    verdict: *mut u32,
+    err: *mut RawError,
+) -> c_int;
+
+/// `struct vmdump_filter_v1`.
+#[repr(C)]
+pub struct FilterV1 {
+    /// `VMDUMP_PLUGIN_MAGIC`.
+    pub magic: u64,
+    /// ABI major the plugin was built with.
+    pub abi_major: u32,
+    /// ABI minor the plugin was built with.
+    pub abi_minor: u32,
+    /// Size of the plugin's table.
+    pub struct_size: u32,
+    /// No flags in 1.0.
+    pub flags: u32,
+    /// Runtime key, NUL-terminated.
+    pub name: *const c_char,
+    /// Plugin version, NUL-terminated.
+    pub version: *const c_char,
+    /// One-line description or NULL.
+    pub description: *const c_char,
+    /// [`needs`] bits.
+    pub needs: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Required.
+    pub module_init: Option<ModuleInitFn>,
+    /// Required.
+    pub ctx_init: Option<CtxInitFn>,
+    /// Required.
+    pub classify: Option<ClassifyFn>,
+    /// Required.
+    pub ctx_finalize: Option<FinalizeFn>,
+    /// Required.
+    pub module_finalize: Option<FinalizeFn>,
+}
+
+// SAFETY: as for `CompressorV1`: immutable, pointing to static strings and functions.
+unsafe impl Sync for FilterV1 {}
+
+/// `vmdump_filter_entry_v1`.
+pub type FilterEntryV1 = unsafe extern "C" fn(host_abi_major: u32, host_abi_minor: u32) -> *const FilterV1;
+
+/// Size of the ABI 1.0 filter table: the least `struct_size` the host accepts.
+pub const FILTER_V1_0_SIZE: usize = std::mem::size_of::<FilterV1>();
+
 /// `vmdump_compressor_entry_v1`.
 pub type CompressorEntryV1 =
     unsafe extern "C" fn(host_abi_major: u32, host_abi_minor: u32) -> *const CompressorV1;
@@ -198,4 +307,40 @@ const _: () = {
     assert!(offset_of!(CompressorV1, ctx_finalize) == 104);
     assert!(offset_of!(CompressorV1, module_finalize) == 112);
     assert!(size_of::<CompressorV1>() == 120);
+    assert!(size_of::<TablePrefix>() == 24);
+    assert!(size_of::<RawPage>() == 56);
+    assert!(offset_of!(RawPage, pfn) == 8);
+    assert!(offset_of!(RawPage, paddr) == 16);
+    assert!(offset_of!(RawPage, data) == 24);
+    assert!(offset_of!(RawPage, data_len) == 32);
+    assert!(offset_of!(RawPage, struct_page) == 40);
+    assert!(offset_of!(RawPage, struct_page_len) == 48);
+    assert!(offset_of!(FilterV1, magic) == 0);
+    assert!(offset_of!(FilterV1, abi_major) == 8);
+    assert!(offset_of!(FilterV1, abi_minor) == 12);
+    assert!(offset_of!(FilterV1, struct_size) == 16);
+    assert!(offset_of!(FilterV1, flags) == 20);
+    assert!(offset_of!(FilterV1, name) == 24);
+    assert!(offset_of!(FilterV1, version) == 32);
+    assert!(offset_of!(FilterV1, description) == 40);
+    assert!(offset_of!(FilterV1, needs) == 48);
+    assert!(offset_of!(FilterV1, reserved) == 52);
+    assert!(offset_of!(FilterV1, module_init) == 56);
+    assert!(offset_of!(FilterV1, ctx_init) == 64);
+    assert!(offset_of!(FilterV1, classify) == 72);
+    assert!(offset_of!(FilterV1, ctx_finalize) == 80);
+    assert!(offset_of!(FilterV1, module_finalize) == 88);
+    assert!(size_of::<FilterV1>() == 96);
+};
+
+// Every table starts with the prefix, so a host may read it through a
+// `*const TablePrefix` whatever the table's kind (on any pointer width).
+const _: () = {
+    use std::mem::offset_of;
+    assert!(offset_of!(TablePrefix, struct_size) == offset_of!(CompressorV1, struct_size));
+    assert!(offset_of!(TablePrefix, struct_size) == offset_of!(FilterV1, struct_size));
+    assert!(offset_of!(TablePrefix, flags) == offset_of!(CompressorV1, flags));
+    assert!(offset_of!(TablePrefix, flags) == offset_of!(FilterV1, flags));
+    assert!(offset_of!(CompressorV1, name) == offset_of!(FilterV1, name));
+    assert!(offset_of!(CompressorV1, description) == offset_of!(FilterV1, description));
 };
