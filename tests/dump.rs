@@ -258,7 +258,8 @@ fn filtered_dump(vmcore: &Path, out: &Path, threads: usize) -> vmdump::dump::Dum
     let file = std::fs::File::create(out).unwrap();
     let mut sink = vmdump::output::sink::FileSink::new(file, None);
     let config = vmdump::dump::DumpConfig { dump_level: 17, threads, ..Default::default() };
-    vmdump::dump::dump(&input, None, Some(&EveryFifth), &config, &mut sink).unwrap()
+    let plugins = vmdump::filters::FilterSet::default();
+    vmdump::dump::dump(&input, None, (Some(&EveryFifth), &plugins), &config, &mut sink).unwrap()
 }
 
 #[test]
@@ -327,4 +328,78 @@ fn missing_vmcoreinfo_keys_stop_the_dump_unless_a_lower_level_is_allowed() {
     assert!(stderr.contains("instead of 31"), "{stderr}");
     let sub = vmdump_format::kdump::SubHeader::decode(&std::fs::read(&out).unwrap()[4096..]).unwrap();
     assert!(sub.dump_level < 31 && sub.dump_level & 1 == 1, "dumped at level {}", sub.dump_level);
+}
+
+/// Overwrites RAM page `pfn` of an ELF vmcore written by `synth` (whose
+/// RAM segment at paddr 0 maps pfn p at a known file offset) with `fill`.
+fn overwrite_page(vmcore: &Path, pfn: u64, fill: &[u8; 8]) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(vmcore).unwrap();
+    let elf = vmdump_format::elf::ElfVmcore::parse(&file).unwrap();
+    let phys = vmdump_format::phys::PhysMap::new(&elf.loads, 4096).unwrap();
+    let loc = phys.locate(pfn).expect("a RAM page");
+    assert!(loc.is_whole());
+    let page: Vec<u8> = fill.iter().copied().cycle().take(4096).collect();
+    file.write_all_at(&page, loc.file_offset).unwrap();
+}
+
+#[test]
+fn the_example_filter_plugins_named_in_a_profile_exclude_what_they_say() {
+    let dir = temp_dir("dump-filter-plugins");
+    let spec = SynthSpec { ram_bytes: 32 << 20, ..SynthSpec::default() };
+    let (vmcore, summary) = synthetic(&dir, spec);
+    let poisoned = [0x800u64, 0x801, 0x2500];
+    for pfn in poisoned {
+        overwrite_page(&vmcore, pfn, &[0x6b; 8]);
+    }
+    let profile = dir.join("filters.toml");
+    std::fs::write(
+        &profile,
+        "[compress]\nplugin = \"zstd\"\n\n[[filters]]\nname = \"pfn-ranges\"\nparams = { ranges = \"0x400-0x500\" }\n\n\
+         [[filters]]\nname = \"pattern\"\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let stderr =
+        vmdump_ok([OsArg::from("dump"), "--profile".into(), profile.as_path().into(), vmcore.as_path().into(), out.as_path().into()]);
+    assert!(stderr.contains("Filter          : pfn-ranges: 256 pages excluded"), "{stderr}");
+    assert!(stderr.contains("Filter          : pattern: 3 pages excluded"), "{stderr}");
+    assert!(stderr.contains("Extension filter pages  : 0x0000000000000103"), "{stderr}");
+    assert_eq!(dump_counts(&out).pages_in_file, summary.ram_pages - 259);
+    let read = libkdumpfile_compare(&out, &vmcore);
+    assert_eq!((read.equal, read.different, read.missing), (summary.ram_pages - 259, 0, 259), "{}", read.raw);
+}
+
+#[test]
+fn a_failing_filter_plugin_is_disabled_and_its_pages_kept() {
+    let dir = temp_dir("dump-flaky-filter");
+    let plugins = temp_dir("dump-flaky-filter-plugins");
+    let so = plugins.join("libflaky_filter.so");
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-I"])
+        .arg(support::workspace_root().join("sdk/include"))
+        .arg(support::workspace_root().join("tests/plugins/broken_filter.c"))
+        .arg("-o")
+        .arg(&so)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (vmcore, summary) = synthetic(&dir, SynthSpec { ram_bytes: 16 << 20, ..SynthSpec::default() });
+    let profile = dir.join("flaky.toml");
+    std::fs::write(&profile, "[[filters]]\nname = \"flaky-filter\"\n").unwrap();
+    let out = dir.join("out");
+    let result = vmdump([
+        OsArg::from("--plugin-dir"),
+        plugins.as_path().into(),
+        "dump".into(),
+        "--profile".into(),
+        profile.as_path().into(),
+        vmcore.as_path().into(),
+        out.as_path().into(),
+    ]);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("filter flaky-filter failed") && stderr.contains("filter hardware gone"), "{stderr}");
+    let read = libkdumpfile_compare(&out, &vmcore);
+    assert_eq!((read.equal, read.missing), (summary.ram_pages, 0), "{}", read.raw);
 }
