@@ -259,7 +259,7 @@ fn filtered_dump(vmcore: &Path, out: &Path, threads: usize) -> vmdump::dump::Dum
     let mut sink = vmdump::output::sink::FileSink::new(file, None);
     let config = vmdump::dump::DumpConfig { dump_level: 17, threads, ..Default::default() };
     let plugins = vmdump::filters::FilterSet::default();
-    vmdump::dump::dump(&input, None, (Some(&EveryFifth), &plugins), &config, &mut sink).unwrap()
+    vmdump::dump::dump(&input, None, (Some(&EveryFifth), &plugins, None), &config, &mut sink).unwrap()
 }
 
 #[test]
@@ -374,16 +374,7 @@ fn the_example_filter_plugins_named_in_a_profile_exclude_what_they_say() {
 fn a_failing_filter_plugin_is_disabled_and_its_pages_kept() {
     let dir = temp_dir("dump-flaky-filter");
     let plugins = temp_dir("dump-flaky-filter-plugins");
-    let so = plugins.join("libflaky_filter.so");
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-I"])
-        .arg(support::workspace_root().join("sdk/include"))
-        .arg(support::workspace_root().join("tests/plugins/broken_filter.c"))
-        .arg("-o")
-        .arg(&so)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    build_c_filter(&plugins, "broken_filter.c", "libflaky_filter.so");
     let (vmcore, summary) = synthetic(&dir, SynthSpec { ram_bytes: 16 << 20, ..SynthSpec::default() });
     let profile = dir.join("flaky.toml");
     std::fs::write(&profile, "[[filters]]\nname = \"flaky-filter\"\n").unwrap();
@@ -402,4 +393,59 @@ fn a_failing_filter_plugin_is_disabled_and_its_pages_kept() {
     assert!(stderr.contains("filter flaky-filter failed") && stderr.contains("filter hardware gone"), "{stderr}");
     let read = libkdumpfile_compare(&out, &vmcore);
     assert_eq!((read.equal, read.missing), (summary.ram_pages, 0), "{}", read.raw);
+}
+
+fn build_c_filter(dir: &Path, source: &str, so: &str) -> PathBuf {
+    let out = dir.join(so);
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-I"])
+        .arg(support::workspace_root().join("sdk/include"))
+        .arg(support::workspace_root().join("tests/plugins").join(source))
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cc {source}");
+    out
+}
+
+#[test]
+fn a_filter_plugin_reading_struct_pages_and_vmcoreinfo_excludes_lru_pages() {
+    let dir = temp_dir("dump-lru-filter");
+    let plugins = temp_dir("dump-lru-filter-plugins");
+    build_c_filter(&plugins, "lru_filter.c", "liblru_filter.so");
+    let (vmcore, summary) = synthetic(&dir, kernel_spec(synth::Flavour::Linux6_1));
+    // The rule, applied here to the struct pages read through vmdump's own view.
+    let input = vmdump::input::Vmcore::open(&vmcore).unwrap();
+    let info = input.vmcoreinfo().unwrap();
+    let (bit, offset) = (info.number("PG_lru").unwrap() as u32, info.offset("page.flags").unwrap() as usize);
+    let view = vmdump::dump::KernelView::open(&input, "the test").unwrap();
+    let mut pages = view.struct_pages();
+    let ram = synth::ram_ranges(&kernel_spec(synth::Flavour::Linux6_1)).into_iter().flat_map(|r| r.start / 4096..r.end.div_ceil(4096));
+    let lru = ram
+        .filter(|&pfn| {
+            let page = pages.get(pfn).expect("struct page");
+            u64::from_le_bytes(page[offset..offset + 8].try_into().unwrap()) >> bit & 1 == 1
+        })
+        .count() as u64;
+    assert!(lru > 100, "the synthetic kernel has LRU pages ({lru})");
+    let profile = dir.join("lru.toml");
+    std::fs::write(&profile, "[[filters]]\nname = \"lru\"\n").unwrap();
+    let out = dir.join("out");
+    let stderr = String::from_utf8_lossy(
+        &vmdump([
+            OsArg::from("--plugin-dir"),
+            plugins.as_path().into(),
+            "dump".into(),
+            "--profile".into(),
+            profile.as_path().into(),
+            vmcore.as_path().into(),
+            out.as_path().into(),
+        ])
+        .stderr,
+    )
+    .into_owned();
+    assert!(stderr.contains(&format!("Filter          : lru: {lru} pages excluded")), "{stderr}");
+    let read = libkdumpfile_compare(&out, &vmcore);
+    assert_eq!((read.equal, read.missing), (summary.ram_pages - lru, lru), "{}", read.raw);
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use vmdump_sdk::client::{CallError, FilterContext, FilterModule, HostServices};
 use vmdump_sdk::{Needs, Params, Verdict};
 
+use crate::dump::StructPages;
 use crate::health::Health;
 use crate::plugin::LoadedFilter;
 
@@ -30,9 +31,9 @@ pub enum FilterError {
         /// The plugin's error.
         cause: CallError,
     },
-    /// It needs struct page bytes, which this host does not hand to plugins yet.
-    #[error("filter `{0}` needs struct page bytes, which this version of vmdump does not pass to plugins")]
-    NeedsStructPage(String),
+    /// It needs both page bytes and struct page bytes, which no stage has together.
+    #[error("filter `{0}` needs both the page bytes and the struct page: split it into two filters")]
+    NeedsBoth(String),
 }
 
 /// One initialised filter plugin, shared by every thread.
@@ -72,8 +73,8 @@ impl FilterSet {
         let mut set = Self::default();
         for (loaded, params) in filters {
             let name = loaded.info.name.clone();
-            if loaded.info.needs.contains(Needs::STRUCT_PAGE) {
-                return Err(FilterError::NeedsStructPage(name));
+            if loaded.info.needs.contains(Needs::STRUCT_PAGE) && loaded.info.needs.contains(Needs::PAGE) {
+                return Err(FilterError::NeedsBoth(name));
             }
             let module = loaded.plugin.init(params, host.clone()).map_err(|cause| FilterError::Init {
                 name: name.clone(),
@@ -90,6 +91,12 @@ impl FilterSet {
     /// Whether there is no filter at all.
     pub fn is_empty(&self) -> bool {
         self.metadata.is_empty() && self.content.is_empty()
+    }
+
+    /// Whether a metadata filter reads struct pages (the kernel's memory
+    /// must then be opened even at dump level 1).
+    pub fn needs_struct_pages(&self) -> bool {
+        self.metadata.iter().any(|f| f.module.needs().contains(Needs::STRUCT_PAGE))
     }
 }
 
@@ -112,10 +119,10 @@ impl<'f> FilterStage<'f> {
     }
 
     /// Whether any filter excludes the page (the first that does counts it).
-    pub fn excludes(&mut self, pfn: u64, paddr: u64, data: Option<&[u8]>) -> bool {
+    pub fn excludes(&mut self, pfn: u64, paddr: u64, data: Option<&[u8]>, struct_page: Option<&[u8]>) -> bool {
         for (i, filter) in self.filters.iter().enumerate() {
             let Some(ctx) = self.contexts[i].as_mut().filter(|_| !filter.health.is_disabled()) else { continue };
-            match ctx.classify(pfn, paddr, data, None) {
+            match ctx.classify(pfn, paddr, data, struct_page) {
                 Ok(Verdict::Exclude) => {
                     self.excluded[i] += 1;
                     return true;
@@ -148,16 +155,18 @@ pub fn add_counts(total: &mut Vec<(String, u64)>, more: Vec<(String, u64)>) {
 pub struct PluginRanges<'f, I> {
     inner: I,
     stage: Option<FilterStage<'f>>,
+    struct_pages: Option<StructPages<'f, 'f>>,
     pending: std::ops::Range<u64>,
     page_size: u64,
     skipped: u64,
 }
 
 impl<'f, I> PluginRanges<'f, I> {
-    /// `inner` filtered by `filters` (no filtering when empty).
-    pub fn new(inner: I, filters: &'f [PluginFilter], page_size: u64) -> Self {
+    /// `inner` filtered by `filters` (no filtering when empty), which read
+    /// their struct pages from `struct_pages`.
+    pub fn new(inner: I, filters: &'f [PluginFilter], page_size: u64, struct_pages: Option<StructPages<'f, 'f>>) -> Self {
         let stage = (!filters.is_empty()).then(|| FilterStage::new(filters));
-        Self { inner, stage, pending: 0..0, page_size, skipped: 0 }
+        Self { inner, stage, struct_pages, pending: 0..0, page_size, skipped: 0 }
     }
 
     /// Pages excluded so far.
@@ -172,8 +181,11 @@ impl<'f, I> PluginRanges<'f, I> {
 
     /// The next kept run inside `pending`, consuming what it looked at.
     fn next_kept(&mut self, stage: &mut FilterStage<'f>) -> Option<std::ops::Range<u64>> {
-        let ps = self.page_size;
-        let mut keep = |pfn: u64| !stage.excludes(pfn, pfn * ps, None);
+        let (ps, struct_pages) = (self.page_size, &mut self.struct_pages);
+        let mut keep = |pfn: u64| {
+            let struct_page = struct_pages.as_mut().and_then(|s| s.get(pfn));
+            !stage.excludes(pfn, pfn * ps, None, struct_page)
+        };
         while !self.pending.is_empty() {
             let first = self.pending.start;
             self.pending.start += 1;

@@ -15,7 +15,7 @@ use vmdump_sdk::client::HostServices;
 use super::Outcome;
 use crate::codec::Codec;
 use crate::classify::PageClassifier;
-use crate::dump::{DL_EXCLUDE_ZERO, DumpConfig, DumpReport, MetadataFilter, StructPageFilter, dump};
+use crate::dump::{DL_EXCLUDE_ZERO, DumpConfig, DumpReport, KernelView, MetadataFilter, StructPageFilter, dump};
 use crate::input::{ReadMode, Vmcore};
 use crate::output::sink::{FileSink, FlattenedSink, Sink};
 use crate::filters::FilterSet;
@@ -211,6 +211,8 @@ struct Stages<'a> {
     codec: Option<&'a Codec>,
     filter: Option<&'a dyn MetadataFilter>,
     plugins: &'a FilterSet,
+    /// The kernel's memory, when a filter plugin reads struct pages.
+    kernel: Option<&'a KernelView<'a>>,
 }
 
 fn write_dump(
@@ -220,17 +222,18 @@ fn write_dump(
     stages: &Stages<'_>,
     config: &DumpConfig,
 ) -> anyhow::Result<DumpReport> {
-    let (codec, filter, plugins) = (stages.codec, stages.filter, stages.plugins);
+    let filters = (stages.filter, stages.plugins, stages.kernel);
+    let codec = stages.codec;
     if args.output == Path::new("-") {
         let mut sink = FlattenedSink::new(BufWriter::with_capacity(1 << 20, std::io::stdout().lock()))?;
-        return Ok(dump(vmcore, codec, (filter, plugins), config, &mut sink)?);
+        return Ok(dump(vmcore, codec, filters, config, &mut sink)?);
     }
     let file = create_output(&args.output, args.force)?;
     let mut sink: Box<dyn Sink> = match profile.dump.format {
         OutputFormat::Kdump => Box::new(FileSink::new(file, None).sync_on_finish(args.sync)),
         OutputFormat::Flattened => Box::new(FlattenedSink::new(BufWriter::with_capacity(1 << 20, file))?),
     };
-    dump(vmcore, codec, (filter, plugins), config, sink.as_mut()).map_err(|e| {
+    dump(vmcore, codec, filters, config, sink.as_mut()).map_err(|e| {
         // A half-written file is not a dump: never leave one that looks whole.
         let removed = std::fs::remove_file(&args.output).is_ok();
         let note = if removed { " (the partial output was removed)" } else { "" };
@@ -265,7 +268,11 @@ pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
     let mut config = config(&profile);
     (config.progress, config.dump_level) = (!args.no_progress, level);
     let filter = filter.as_ref().map(|f| f as &dyn MetadataFilter);
-    let stages = Stages { codec: codec.as_ref(), filter, plugins: &plugins };
+    let kernel = match plugins.needs_struct_pages() {
+        true => Some(KernelView::open(&vmcore, "a filter plugin that reads struct pages")?),
+        false => None,
+    };
+    let stages = Stages { codec: codec.as_ref(), filter, plugins: &plugins, kernel: kernel.as_ref() };
     let report = write_dump(args, &profile, &vmcore, &stages, &config)?;
     let mut err = std::io::stderr().lock();
     write!(err, "{}{}", report.makedumpfile_text(), report.vmdump_text())?;

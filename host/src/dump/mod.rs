@@ -17,7 +17,7 @@ use vmdump_format::kdump::Layout;
 
 pub use filter::{DumpableRanges, MetadataFilter, WINDOW_PFNS, WindowFilter, bit};
 pub use report::DumpReport;
-pub use struct_pages::StructPageFilter;
+pub use struct_pages::{KernelView, StructPageFilter, StructPages};
 pub use slot::{PageRecord, Slot, Worker, is_zero_page};
 use writer::{KdumpWriter, Preamble, write_ram_bitmap};
 
@@ -138,7 +138,7 @@ type Ranges<'a> = Box<dyn Iterator<Item = Result<std::ops::Range<u64>, DumpError
 pub fn dump(
     vmcore: &Vmcore,
     codec: Option<&Codec>,
-    (filter, plugins): (Option<&dyn MetadataFilter>, &FilterSet),
+    (filter, plugins, kernel): (Option<&dyn MetadataFilter>, &FilterSet, Option<&KernelView<'_>>),
     config: &DumpConfig,
     sink: &mut dyn Sink,
 ) -> Result<DumpReport, DumpError> {
@@ -168,7 +168,8 @@ pub fn dump(
         Some(f) => Box::new(DumpableRanges::new(phys, f.cursor()?)),
         None => Box::new(phys.runs().iter().map(|r| Ok(r.start_pfn..r.end_pfn))),
     };
-    let ranges = PluginRanges::new(ranges, &plugins.metadata, vmcore.page_size());
+    let struct_pages = kernel.map(KernelView::struct_pages);
+    let ranges = PluginRanges::new(ranges, &plugins.metadata, vmcore.page_size(), struct_pages);
     let sparse = filter.is_some() || !plugins.metadata.is_empty();
     let mut reader = BatchReader::new(vmcore, ranges, config.batch_pages, config.read_mode, sparse);
     let mut progress = Progress::new("Copying data", layout.num_dumpable, config.progress);

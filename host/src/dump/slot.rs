@@ -81,7 +81,7 @@ impl<'c> Worker<'c> {
                 continue;
             }
             let pfn = slot.pages.first_pfn() + index as u64;
-            if self.filters.excludes(pfn, pfn * self.page_size, Some(page)) {
+            if self.filters.excludes(pfn, pfn * self.page_size, Some(page), None) {
                 slot.records.push(PageRecord::Excluded);
                 continue;
             }
