@@ -19,7 +19,7 @@ use vmdump_sdk::Params;
 use vmdump_sdk::client::StderrHost;
 
 const PAGES: usize = 4096;
-const ROUNDS: usize = 21;
+const ROUNDS: usize = 41;
 
 fn main() {
     let dir = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| {
