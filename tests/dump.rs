@@ -449,3 +449,71 @@ fn a_filter_plugin_reading_struct_pages_and_vmcoreinfo_excludes_lru_pages() {
     let read = libkdumpfile_compare(&out, &vmcore);
     assert_eq!((read.equal, read.missing), (summary.ram_pages - lru, lru), "{}", read.raw);
 }
+
+/// Checks a dump that was cut short: flagged incomplete, and every page it
+/// holds reads back equal to the source.
+fn assert_incomplete_but_readable(out: &Path, vmcore: &Path, ram_pages: u64) {
+    let counts = dump_counts(out);
+    assert_eq!(counts.status & 0x8, 0x8, "the header says incomplete");
+    assert!(counts.pages_in_file > 0 && counts.pages_in_file < ram_pages, "{counts:?}");
+    let read = libkdumpfile_compare(out, vmcore);
+    assert_eq!((read.equal, read.different), (counts.pages_in_file, 0), "{}", read.raw);
+}
+
+#[test]
+fn a_size_limit_closes_the_dump_as_incomplete_and_readable() {
+    let dir = temp_dir("dump-limit");
+    let (vmcore, summary) = synthetic(&dir, quirky_spec());
+    let out = dir.join("out");
+    let result = vmdump([
+        OsArg::from("dump"),
+        "-L".into(),
+        "6M".into(),
+        "--compress".into(),
+        "lzo".into(),
+        vmcore.as_path().into(),
+        out.as_path().into(),
+    ]);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("incomplete") && stderr.contains("size limit"), "{stderr}");
+    assert!(std::fs::metadata(&out).unwrap().len() <= 6 << 20);
+    assert_incomplete_but_readable(&out, &vmcore, summary.ram_pages);
+}
+
+/// A size-limited tmpfs, unmounted when dropped.
+struct SmallFs(PathBuf);
+
+impl SmallFs {
+    fn mount(path: PathBuf, size: &str) -> Self {
+        std::fs::create_dir_all(&path).unwrap();
+        let status = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(&path).status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "mounting a small tmpfs needs root (CI runs as root): this test cannot run otherwise"
+        );
+        Self(path)
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_closes_the_dump_as_incomplete_and_readable() {
+    let dir = temp_dir("dump-full-disk");
+    let (vmcore, summary) = synthetic(&dir, quirky_spec());
+    let small = SmallFs::mount(dir.join("small"), "6m");
+    let out = small.0.join("out");
+    let result = vmdump([OsArg::from("dump"), "--compress".into(), "lzo".into(), vmcore.as_path().into(), out.as_path().into()]);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no space left"), "{stderr}");
+    let copy = dir.join("copy");
+    std::fs::copy(&out, &copy).unwrap();
+    drop(small);
+    assert_incomplete_but_readable(&copy, &vmcore, summary.ram_pages);
+}

@@ -18,4 +18,5 @@ pub mod plugin;
 pub mod pool;
 pub mod profile;
 pub mod progress;
+pub mod read;
 pub mod xlat;

@@ -8,6 +8,7 @@ fn main() -> std::process::ExitCode {
     match vmdump::cli::run(cli) {
         Ok(vmdump::cli::Outcome::Success) => std::process::ExitCode::SUCCESS,
         Ok(vmdump::cli::Outcome::Degraded) => std::process::ExitCode::from(3),
+        Ok(vmdump::cli::Outcome::Incomplete) => std::process::ExitCode::FAILURE,
         Err(e) => {
             eprintln!("vmdump: error: {e:#}");
             std::process::ExitCode::FAILURE

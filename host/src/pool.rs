@@ -25,10 +25,9 @@ struct Numbered<S> {
 /// - `work(state, slot)` transforms a slot (never fails: policy lives inside);
 /// - `drain(slot)` (calling thread) consumes slots in fill order.
 ///
-/// Returns every worker's final state.
-///
-/// # Errors
-/// The first error of `fill` or `drain`; the other threads then stop early.
+/// Returns every worker's final state, and the first error of `fill` or
+/// `drain` (after it, the other threads stop early): the states count what
+/// was done even when the run stopped short.
 pub fn run_ordered<S, W, E, Fill, New, Work, Drain>(
     slots: Vec<S>,
     workers: usize,
@@ -36,7 +35,7 @@ pub fn run_ordered<S, W, E, Fill, New, Work, Drain>(
     new_worker: New,
     work: Work,
     mut drain: Drain,
-) -> Result<Vec<W>, E>
+) -> (Vec<W>, Result<(), E>)
 where
     S: Send,
     W: Send,
@@ -72,7 +71,7 @@ where
         drop(free_tx);
         let states: Vec<W> = handles.into_iter().map(|h| h.join().expect("worker thread panicked")).collect();
         let read = reader.join().expect("reader thread panicked");
-        drained.and(read).map(|()| states)
+        (states, drained.and(read))
     })
 }
 
@@ -136,7 +135,7 @@ mod tests {
     fn run(workers: usize, slots: usize, items: u64) -> (Vec<u64>, usize) {
         let mut next = 0u64;
         let mut seen = Vec::new();
-        let states = run_ordered::<_, u64, (), _, _, _, _>(
+        let (states, result) = run_ordered::<_, u64, (), _, _, _, _>(
             vec![0u64; slots],
             workers,
             |slot| {
@@ -155,8 +154,8 @@ mod tests {
                 seen.push(*slot);
                 Ok(())
             },
-        )
-        .unwrap();
+        );
+        result.unwrap();
         (seen, states.iter().sum::<u64>() as usize)
     }
 
@@ -173,7 +172,7 @@ mod tests {
     #[test]
     fn a_drain_error_stops_everything() {
         let mut n = 0;
-        let result = run_ordered::<_, (), &str, _, _, _, _>(
+        let (_, result) = run_ordered::<_, (), &str, _, _, _, _>(
             vec![(); 4],
             2,
             |_| Ok(true), // endless input: only the error can stop it
@@ -190,7 +189,7 @@ mod tests {
     #[test]
     fn a_fill_error_is_returned() {
         let mut n = 0;
-        let result = run_ordered::<_, (), &str, _, _, _, _>(
+        let (_, result) = run_ordered::<_, (), &str, _, _, _, _>(
             vec![(); 2],
             2,
             |_| {

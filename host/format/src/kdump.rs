@@ -7,8 +7,10 @@
 //! the offset the tables of §1.2/§1.5/§1.8 give for x86_64.
 
 mod layout;
+pub mod reader;
 
 pub use layout::Layout;
+pub use reader::{KdumpReader, StoredPage};
 
 use crate::FormatError;
 use crate::vmcoreinfo::VmcoreInfo;

@@ -55,6 +55,10 @@ pub struct DumpArgs {
     /// Wait until the dump is on disk before exiting (fdatasync).
     #[arg(long)]
     pub sync: bool,
+    /// Stop the dump at this size (e.g. 512M): the file is then closed as
+    /// an incomplete dump, as when the disk fills.
+    #[arg(short = 'L', long = "limit", value_name = "SIZE", value_parser = super::synth::parse_size)]
+    pub limit: Option<u64>,
     /// When VMCOREINFO lacks what some dump level bits need, dump with the
     /// bits it allows (and say so) instead of stopping.
     #[arg(long)]
@@ -230,7 +234,7 @@ fn write_dump(
     }
     let file = create_output(&args.output, args.force)?;
     let mut sink: Box<dyn Sink> = match profile.dump.format {
-        OutputFormat::Kdump => Box::new(FileSink::new(file, None).sync_on_finish(args.sync)),
+        OutputFormat::Kdump => Box::new(FileSink::new(file, args.limit).sync_on_finish(args.sync)),
         OutputFormat::Flattened => Box::new(FlattenedSink::new(BufWriter::with_capacity(1 << 20, file))?),
     };
     dump(vmcore, codec, filters, config, sink.as_mut()).map_err(|e| {
@@ -267,6 +271,8 @@ pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
     let (codec, plugins) = open_plugins(&profile, plugin_dirs, &vmcore)?;
     let mut config = config(&profile);
     (config.progress, config.dump_level) = (!args.no_progress, level);
+    // Only a plain file can be flagged incomplete (§2.1: never a stream).
+    config.close_incomplete = args.output != Path::new("-") && profile.dump.format == OutputFormat::Kdump;
     let filter = filter.as_ref().map(|f| f as &dyn MetadataFilter);
     let kernel = match plugins.needs_struct_pages() {
         true => Some(KernelView::open(&vmcore, "a filter plugin that reads struct pages")?),
@@ -276,5 +282,9 @@ pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
     let report = write_dump(args, &profile, &vmcore, &stages, &config)?;
     let mut err = std::io::stderr().lock();
     write!(err, "{}{}", report.makedumpfile_text(), report.vmdump_text())?;
-    Ok(if report.is_degraded() { Outcome::Degraded } else { Outcome::Success })
+    Ok(match () {
+        () if report.incomplete.is_some() => Outcome::Incomplete,
+        () if report.is_degraded() => Outcome::Degraded,
+        () => Outcome::Success,
+    })
 }

@@ -1,10 +1,13 @@
-//! The command line: `vmdump <command>`. Exit status: 0 success, 1 failure,
-//! 2 usage error, 3 dump complete but degraded (a plugin failed and pages
-//! were stored raw).
+//! The command line: `vmdump <command>`. Exit status: 0 success, 1 failure
+//! (or a dump cut short by a full disk or `-L`, kept and flagged
+//! incomplete), 2 usage error, 3 dump complete but degraded (a plugin failed
+//! and pages were stored raw).
 
 mod dump;
+mod info;
 mod plugins;
 mod synth;
+mod verify;
 
 use std::path::PathBuf;
 
@@ -33,6 +36,10 @@ pub enum Command {
     Plugins,
     /// Write a synthetic ELF vmcore (sparse on disk) for tests and benchmarks.
     Synth(synth::SynthArgs),
+    /// Describe a kdump-compressed file: header, levels, page counts, VMCOREINFO.
+    Info(info::InfoArgs),
+    /// Check a kdump-compressed file, page by page, optionally against its source vmcore.
+    Verify(verify::VerifyArgs),
 }
 
 /// How the command ended, when it did not fail.
@@ -42,6 +49,9 @@ pub enum Outcome {
     Success,
     /// The dump is complete but some pages were stored raw (exit status 3).
     Degraded,
+    /// The disk filled or the size limit was reached: the file is kept,
+    /// flagged incomplete (exit status 1, as makedumpfile).
+    Incomplete,
 }
 
 /// Runs the parsed command line.
@@ -53,5 +63,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Dump(args) => dump::run(&args, &cli.plugin_dirs),
         Command::Plugins => plugins::run(&cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success),
         Command::Synth(args) => synth::run(&args).map(|()| Outcome::Success),
+        Command::Info(args) => info::run(&args, &mut std::io::stdout().lock()).map(|()| Outcome::Success),
+        Command::Verify(args) => {
+            verify::run(&args, &cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success)
+        }
     }
 }

@@ -37,7 +37,7 @@ pub struct SynthArgs {
 }
 
 /// Parses "512M", "4G", "1T" or a byte count.
-fn parse_size(text: &str) -> Result<u64, String> {
+pub(super) fn parse_size(text: &str) -> Result<u64, String> {
     let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
     let shift = match unit.to_ascii_uppercase().as_str() {
         "" => 0,

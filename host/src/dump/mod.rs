@@ -44,6 +44,10 @@ pub struct DumpConfig {
     pub batch_pages: usize,
     /// Show a progress bar.
     pub progress: bool,
+    /// When the disk fills or the size limit is reached, close the file as
+    /// an incomplete dump (status flag, readable up to where it stopped)
+    /// instead of failing; only for outputs that can be rewritten.
+    pub close_incomplete: bool,
 }
 
 impl Default for DumpConfig {
@@ -54,6 +58,7 @@ impl Default for DumpConfig {
             read_mode: ReadMode::Mmap { window_bytes: 4 << 20 },
             batch_pages: 256,
             progress: false,
+            close_incomplete: false,
         }
     }
 }
@@ -174,7 +179,7 @@ pub fn dump(
     let mut reader = BatchReader::new(vmcore, ranges, config.batch_pages, config.read_mode, sparse);
     let mut progress = Progress::new("Copying data", layout.num_dumpable, config.progress);
     let slots = (0..4 * config.threads + 4).map(|_| Slot::default()).collect();
-    let workers = crate::pool::run_ordered(
+    let (workers, ran) = crate::pool::run_ordered(
         slots,
         config.threads,
         |slot: &mut Slot| reader.fill(&mut slot.pages),
@@ -188,17 +193,23 @@ pub fn dump(
             progress.update(writer.pages());
             Ok(())
         },
-    )?;
+    );
     progress.finish();
+    let incomplete = match ran {
+        Ok(()) => None,
+        Err(DumpError::Write(e)) if e.is_out_of_space() && config.close_incomplete => Some(e.to_string()),
+        Err(e) => return Err(e),
+    };
     let skipped = reader.ranges().skipped();
-    if writer.pages() + writer.dropped() + skipped != writer.expected_pages() {
+    if incomplete.is_none() && writer.pages() + writer.dropped() + skipped != writer.expected_pages() {
         return Err(DumpError::Internal(format!(
             "{} pages read, the layout has {} descriptors",
             writer.pages() + writer.dropped() + skipped,
             writer.expected_pages()
         )));
     }
-    let bytes_written = writer.finish()?;
+    let (pages_in_file, bytes_written) =
+        if incomplete.is_some() { writer.close_incomplete()? } else { (writer.pages(), writer.finish()?) };
     let (mut zero_pages, mut encode) = (0, EncodeStats::default());
     let mut plugin_excluded = reader.ranges().counts();
     for worker in &workers {
@@ -217,7 +228,8 @@ pub fn dump(
         dump_level: config.dump_level,
         max_mapnr: layout.max_mapnr,
         ram_pages: phys.ram_pages(),
-        pages_in_file: layout.num_dumpable,
+        pages_in_file,
+        incomplete,
         excluded,
         plugin_excluded,
         filter_failures,

@@ -16,6 +16,9 @@ pub struct DumpReport {
     pub ram_pages: u64,
     /// Pages with a descriptor (2nd bitmap).
     pub pages_in_file: u64,
+    /// Why the dump stopped short, when it did: the file is flagged
+    /// incomplete and holds the pages written until then.
+    pub incomplete: Option<String>,
     /// Pages a metadata filter left out, by category.
     pub excluded: ClassCounts,
     /// Pages each filter plugin excluded, by name.
@@ -113,6 +116,14 @@ impl DumpReport {
         }
         if let Some(why) = &self.mmap_fallback {
             let _ = writeln!(t, "Input           : mmap failed ({why}); read with pread instead");
+        }
+        if let Some(why) = &self.incomplete {
+            let _ = writeln!(
+                t,
+                "ERROR: the dump is incomplete ({why}): it holds the first {} pages and is flagged \
+                 incomplete; readers open it",
+                self.pages_in_file
+            );
         }
         if let Some(failure) = &self.plugin_failure {
             let _ = writeln!(

@@ -12,7 +12,7 @@
 //! disk. Every write is positioned, so the same sequence feeds a plain file
 //! or the flattened stream.
 
-use vmdump_format::kdump::{DiskDumpHeader, Layout, PageDesc, SubHeader};
+use vmdump_format::kdump::{DUMP_DH_COMPRESSED_INCOMPLETE, DiskDumpHeader, Layout, PAGE_DESC_SIZE, PageDesc, SubHeader};
 use vmdump_format::phys::PhysMap;
 
 use super::DumpError;
@@ -21,8 +21,9 @@ use crate::classify::ClassCounts;
 use super::slot::{PageRecord, Slot};
 use crate::output::sink::{Sink, SinkError};
 
-/// Bytes of the descriptor cache.
-const CACHE_BYTES: usize = 1 << 20;
+/// Bytes of the descriptor cache: small, so that when the disk fills, few
+/// pages have their data on disk but not their descriptor.
+const CACHE_BYTES: usize = 64 << 10;
 
 /// The 2nd bitmap, built from the pages that get a descriptor and written
 /// one window (1 MiB) at a time, in pfn order.
@@ -81,10 +82,14 @@ pub struct KdumpWriter<'s> {
     /// Offset of the shared zero page, when dump level bit 1 is set.
     zero_page: Option<u64>,
     descs: Vec<u8>,
+    /// The pfns of the queued descriptors: their bits are set in the 2nd
+    /// bitmap only once the descriptors are on disk.
+    desc_pfns: Vec<u64>,
     descs_at: u64,
     /// Where the next page data goes.
     data_end: u64,
     dumpable: DumpableBitmap,
+    header: DiskDumpHeader,
     expected_pages: u64,
     pages: u64,
     dropped: u64,
@@ -150,6 +155,10 @@ pub fn write_ram_bitmap(
         }
         pages += dumpable[..len].iter().map(|b| u64::from(b.count_ones())).sum::<u64>();
         sink.write_at(layout.bitmap1_offset + done, &ram[..len])?;
+        // Zeros now, the real bits later: the blocks are taken while there
+        // is room, so an incomplete dump can still close its bitmap.
+        dumpable[..len].fill(0);
+        sink.write_at(layout.bitmap2_offset + done, &dumpable[..len])?;
         done += len as u64;
     }
     Ok(pages)
@@ -171,9 +180,11 @@ impl<'s> KdumpWriter<'s> {
             page_size,
             zero_page: None,
             descs: Vec::with_capacity(CACHE_BYTES),
+            desc_pfns: Vec::with_capacity(CACHE_BYTES / PAGE_DESC_SIZE),
             descs_at: layout.page_desc_offset,
             data_end: layout.data_offset,
             dumpable: DumpableBitmap::new(layout),
+            header: pre.header.clone(),
             expected_pages: layout.num_dumpable,
             pages: 0,
             dropped: 0,
@@ -210,7 +221,7 @@ impl<'s> KdumpWriter<'s> {
                 }
             };
             self.descs.extend_from_slice(&desc.encode());
-            self.dumpable.mark(self.sink, pfn)?;
+            self.desc_pfns.push(pfn);
             self.pages += 1;
         }
         self.data_end = offset;
@@ -220,11 +231,16 @@ impl<'s> KdumpWriter<'s> {
         Ok(())
     }
 
-    /// Writes the queued descriptors (their data is already written).
+    /// Writes the queued descriptors (their data is already written) and
+    /// sets their pages' bits.
     fn flush_descriptors(&mut self) -> Result<(), SinkError> {
         self.sink.write_at(self.descs_at, &self.descs)?;
         self.descs_at += self.descs.len() as u64;
         self.descs.clear();
+        for &pfn in &self.desc_pfns {
+            self.dumpable.mark(self.sink, pfn)?;
+        }
+        self.desc_pfns.clear();
         Ok(())
     }
 
@@ -241,6 +257,32 @@ impl<'s> KdumpWriter<'s> {
     /// Pages a content filter dropped (their descriptor slots stay unused).
     pub fn dropped(&self) -> u64 {
         self.dropped
+    }
+
+    /// Closes a dump cut short by a full disk or the size limit (§1.11):
+    /// the descriptors whose data is on disk, the 2nd bitmap of the pages
+    /// written (the others read as excluded), and the header with the
+    /// INCOMPLETE flag. Returns the pages in the file and the bytes written.
+    ///
+    /// # Errors
+    /// The sink's error: not even the closing structures fit.
+    pub fn close_incomplete(mut self) -> Result<(u64, u64), SinkError> {
+        // Pages whose descriptors no longer fit are left out of the 2nd
+        // bitmap, so readers see them as absent rather than corrupt. The
+        // bitmaps and the header were written (their blocks taken) before
+        // the data, so they still fit.
+        match self.flush_descriptors() {
+            Err(e) if e.is_out_of_space() => {
+                self.pages -= self.desc_pfns.len() as u64;
+                self.desc_pfns.clear();
+            }
+            other => other?,
+        }
+        self.dumpable.finish(self.sink)?;
+        self.header.status |= DUMP_DH_COMPRESSED_INCOMPLETE;
+        self.sink.write_at(0, &self.header.encode())?;
+        self.sink.finish()?;
+        Ok((self.pages, self.sink.bytes_written()))
     }
 
     /// Flushes and closes the sink. Returns the bytes written.

@@ -1,0 +1,311 @@
+//! Reading a plain kdump-compressed file (kdump-format.md §1, §1.14).
+//!
+//! [`KdumpReader::open`] validates the header, sub header, notes, bitmap
+//! sizes and the descriptor table position against the file size, and
+//! builds a prefix count table of the 2nd bitmap (one u64 per 4096 pfns).
+//! Bitmaps are read on demand or in 64 KiB chunks, never whole. Pages come
+//! back still compressed: decompressing is the host's job (plugins).
+
+mod bitmap;
+mod geometry;
+
+pub use bitmap::{BUCKET_PFNS, BitCursor, BitmapRegion, PrefixTable, SetBits};
+pub use geometry::Geometry;
+
+use super::{
+    DISK_DUMP_HEADER_SIZE, DUMP_DH_COMPRESSED_INCOMPLETE, DUMP_DH_COMPRESSION_MASK, DiskDumpHeader, PAGE_DESC_SIZE,
+    PageDesc, SUB_HEADER_SIZE, SubHeader,
+};
+use crate::vmcoreinfo::VmcoreInfo;
+use crate::{FormatError, ReadAt};
+
+/// What a dump holds for one pfn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredPage {
+    /// Not RAM (1st bitmap clear), or at or beyond `max_mapnr`.
+    Hole,
+    /// RAM left out of the dump (2nd bitmap clear).
+    Excluded,
+    /// Descriptor offset 0 in an incomplete dump (§1.11): the data never reached the disk.
+    Lost,
+    /// The page's descriptor and its stored bytes (compressed when `desc.flags != 0`).
+    Stored {
+        /// The descriptor.
+        desc: PageDesc,
+        /// `desc.size` bytes read at `desc.offset`.
+        bytes: Vec<u8>,
+    },
+}
+
+/// An opened, validated kdump-compressed file.
+pub struct KdumpReader<R> {
+    src: R,
+    file_size: u64,
+    header: DiskDumpHeader,
+    sub: SubHeader,
+    geometry: Geometry,
+    prefix: PrefixTable,
+    data_offset: u64,
+    notes: Vec<u8>,
+    vmcoreinfo: Option<VmcoreInfo>,
+}
+
+impl<R> std::fmt::Debug for KdumpReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KdumpReader")
+            .field("file_size", &self.file_size)
+            .field("geometry", &self.geometry)
+            .field("data_offset", &self.data_offset)
+            .finish_non_exhaustive()
+    }
+}
+
+fn read_vec<R: ReadAt + ?Sized>(src: &R, what: &'static str, offset: u64, len: u64) -> Result<Vec<u8>, FormatError> {
+    let size = src.size();
+    if offset.checked_add(len).is_none_or(|end| end > size) {
+        return Err(FormatError::Truncated { what, offset, len, size });
+    }
+    let mut buf = vec![0u8; len as usize];
+    src.read_exact_at(&mut buf, offset).map_err(|e| FormatError::io(offset, len, e))?;
+    Ok(buf)
+}
+
+fn read_headers<R: ReadAt + ?Sized>(src: &R) -> Result<(DiskDumpHeader, SubHeader), FormatError> {
+    let header = DiskDumpHeader::decode(&read_vec(src, "disk_dump_header", 0, DISK_DUMP_HEADER_SIZE as u64)?)?;
+    let bs = header.block_size as u32 as u64;
+    if crate::phys::check_page_size(bs).is_err() {
+        let reason = format!("block_size {:#x} is not a page size", header.block_size);
+        return Err(FormatError::BadKdump { what: "disk_dump_header", offset: 428, reason });
+    }
+    let sub = SubHeader::decode(&read_vec(src, "kdump_sub_header", bs, SUB_HEADER_SIZE as u64)?)?;
+    Ok((header, sub))
+}
+
+impl<R: ReadAt> KdumpReader<R> {
+    /// Opens and validates a plain (not flattened) kdump-compressed file.
+    ///
+    /// # Errors
+    /// [`FormatError::Truncated`], [`FormatError::BadKdump`] or
+    /// [`FormatError::Io`] naming the structure and its offset; a bad
+    /// VMCOREINFO text gives [`FormatError::BadVmcoreinfoLine`].
+    pub fn open(src: R) -> Result<Self, FormatError> {
+        let file_size = src.size();
+        let (header, sub) = read_headers(&src)?;
+        let geometry = Geometry::new(&header, &sub, file_size)?;
+        let region = |offset, what| BitmapRegion { offset, bits: geometry.max_mapnr, what };
+        let prefix = PrefixTable::build(&src, region(geometry.bitmap2_offset, "2nd bitmap"))?;
+        let table_len = prefix.total().checked_mul(PAGE_DESC_SIZE as u64);
+        let data_offset = table_len.and_then(|l| l.checked_add(geometry.page_desc_offset));
+        let incomplete = header.status & DUMP_DH_COMPRESSED_INCOMPLETE != 0;
+        let data_offset = match data_offset {
+            Some(end) if end <= file_size || incomplete => end,
+            _ => {
+                let (offset, len) = (geometry.page_desc_offset, table_len.unwrap_or(u64::MAX));
+                return Err(FormatError::Truncated { what: "page_desc table", offset, len, size: file_size });
+            }
+        };
+        let notes = read_vec(&src, "notes", geometry.notes.0, geometry.notes.1)?;
+        let (info_at, info_len) = geometry.vmcoreinfo;
+        let vmcoreinfo = match info_len {
+            0 => None,
+            _ => Some(VmcoreInfo::parse(&read_vec(&src, "VMCOREINFO", info_at, info_len)?)?),
+        };
+        Ok(KdumpReader { src, file_size, header, sub, geometry, prefix, data_offset, notes, vmcoreinfo })
+    }
+
+    /// The disk dump header.
+    pub fn header(&self) -> &DiskDumpHeader {
+        &self.header
+    }
+
+    /// The sub header.
+    pub fn sub_header(&self) -> &SubHeader {
+        &self.sub
+    }
+
+    /// Where everything is.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// The underlying source.
+    pub fn source(&self) -> &R {
+        &self.src
+    }
+
+    /// Size of the file.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// The copied ELF notes (empty before v4).
+    pub fn notes(&self) -> &[u8] {
+        &self.notes
+    }
+
+    /// The parsed VMCOREINFO, if the dump has one.
+    pub fn vmcoreinfo(&self) -> Option<&VmcoreInfo> {
+        self.vmcoreinfo.as_ref()
+    }
+
+    /// Number of pfns.
+    pub fn max_mapnr(&self) -> u64 {
+        self.geometry.max_mapnr
+    }
+
+    /// Block (page) size.
+    pub fn block_size(&self) -> u64 {
+        self.geometry.block_size
+    }
+
+    /// Whether the dump was truncated (status bit 0x8, §1.11).
+    pub fn is_incomplete(&self) -> bool {
+        self.header.status & DUMP_DH_COMPRESSED_INCOMPLETE != 0
+    }
+
+    /// The dump level of the sub header.
+    pub fn dump_level(&self) -> i32 {
+        self.sub.dump_level
+    }
+
+    /// The header's compression bit (`DUMP_DH_COMPRESSED_*`), 0 for none.
+    pub fn compression(&self) -> u32 {
+        self.header.status & DUMP_DH_COMPRESSION_MASK
+    }
+
+    /// Number of page descriptors (set bits of the 2nd bitmap).
+    pub fn num_dumpable(&self) -> u64 {
+        self.prefix.total()
+    }
+
+    /// File offset of the first data byte.
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset
+    }
+
+    /// The shared zero page's offset: the data area start when bit 1 of
+    /// the dump level is set (§1.8), else `None`.
+    pub fn zero_page_offset(&self) -> Option<u64> {
+        (self.sub.dump_level & 1 != 0).then_some(self.data_offset)
+    }
+
+    /// The 1st (RAM) bitmap.
+    pub fn ram_bitmap(&self) -> BitmapRegion {
+        BitmapRegion { offset: self.geometry.bitmap1_offset, bits: self.geometry.max_mapnr, what: "1st bitmap" }
+    }
+
+    /// The 2nd (dumpable) bitmap.
+    pub fn dumpable_bitmap(&self) -> BitmapRegion {
+        BitmapRegion { offset: self.geometry.bitmap2_offset, bits: self.geometry.max_mapnr, what: "2nd bitmap" }
+    }
+
+    /// Whether `pfn` is RAM (1st bitmap).
+    ///
+    /// # Errors
+    /// [`FormatError::Io`].
+    pub fn is_ram(&self, pfn: u64) -> Result<bool, FormatError> {
+        self.ram_bitmap().bit(&self.src, pfn)
+    }
+
+    /// Whether `pfn` has a descriptor (2nd bitmap).
+    ///
+    /// # Errors
+    /// [`FormatError::Io`].
+    pub fn is_dumpable(&self, pfn: u64) -> Result<bool, FormatError> {
+        self.dumpable_bitmap().bit(&self.src, pfn)
+    }
+
+    /// Chunked lookups in the 1st bitmap.
+    pub fn ram_cursor(&self) -> BitCursor<'_, R> {
+        BitCursor::new(&self.src, self.ram_bitmap())
+    }
+
+    /// Chunked lookups in the 2nd bitmap.
+    pub fn dumpable_cursor(&self) -> BitCursor<'_, R> {
+        BitCursor::new(&self.src, self.dumpable_bitmap())
+    }
+
+    /// Every dumpable pfn in order with its descriptor index.
+    pub fn dumpable_pfns(&self) -> SetBits<'_, R> {
+        SetBits::new(&self.src, self.dumpable_bitmap())
+    }
+
+    /// What the dump holds for `pfn`.
+    ///
+    /// # Errors
+    /// [`FormatError::BadKdump`] naming the pfn and the descriptor's offset
+    /// when the descriptor is invalid or its data lies beyond the file.
+    pub fn page(&self, pfn: u64) -> Result<StoredPage, FormatError> {
+        if !self.is_ram(pfn)? && !self.is_dumpable(pfn)? {
+            return Ok(StoredPage::Hole);
+        }
+        if !self.is_dumpable(pfn)? {
+            return Ok(StoredPage::Excluded);
+        }
+        let index = self.prefix.rank(&self.src, pfn)?;
+        self.page_at(pfn, index)
+    }
+
+    /// The descriptor number `index`, for `pfn` (messages only).
+    ///
+    /// # Errors
+    /// As [`KdumpReader::page`]; `Ok(None)` for a descriptor beyond the end
+    /// of an incomplete dump.
+    pub fn descriptor(&self, pfn: u64, index: u64) -> Result<Option<PageDesc>, FormatError> {
+        let at = self.geometry.page_desc_offset + index * PAGE_DESC_SIZE as u64;
+        if index >= self.num_dumpable() {
+            let reason = format!("pfn {pfn:#x}: descriptor index {index} beyond the {} descriptors", self.num_dumpable());
+            return Err(FormatError::BadKdump { what: "page_desc", offset: at, reason });
+        }
+        if at + PAGE_DESC_SIZE as u64 > self.file_size && self.is_incomplete() {
+            return Ok(None);
+        }
+        let mut buf = [0u8; PAGE_DESC_SIZE];
+        self.src.read_exact_at(&mut buf, at).map_err(|e| FormatError::io(at, PAGE_DESC_SIZE as u64, e))?;
+        PageDesc::decode(&buf).map(Some)
+    }
+
+    /// [`KdumpReader::page`] for a dumpable pfn whose descriptor index is known
+    /// (from [`KdumpReader::dumpable_pfns`]).
+    ///
+    /// # Errors
+    /// As [`KdumpReader::page`].
+    pub fn page_at(&self, pfn: u64, index: u64) -> Result<StoredPage, FormatError> {
+        let Some(desc) = self.descriptor(pfn, index)? else { return Ok(StoredPage::Lost) };
+        if desc.offset == 0 && self.is_incomplete() {
+            return Ok(StoredPage::Lost);
+        }
+        let at = self.geometry.page_desc_offset + index * PAGE_DESC_SIZE as u64;
+        self.check_desc(pfn, &desc).map_err(|reason| FormatError::BadKdump { what: "page_desc", offset: at, reason })?;
+        let mut bytes = vec![0u8; desc.size as usize];
+        self.src.read_exact_at(&mut bytes, desc.offset).map_err(|e| FormatError::io(desc.offset, desc.size.into(), e))?;
+        Ok(StoredPage::Stored { desc, bytes })
+    }
+
+    fn check_desc(&self, pfn: u64, d: &PageDesc) -> Result<(), String> {
+        let bs = self.geometry.block_size;
+        let end = d.offset.checked_add(u64::from(d.size));
+        if end.is_none_or(|end| end > self.file_size) {
+            return Err(format!(
+                "pfn {pfn:#x}: descriptor offset {:#x} + size {:#x} beyond the end of the file ({:#x})",
+                d.offset, d.size, self.file_size
+            ));
+        }
+        if d.offset < self.data_offset {
+            return Err(format!("pfn {pfn:#x}: descriptor offset {:#x} is before the data area ({:#x})", d.offset, self.data_offset));
+        }
+        if d.size == 0 || u64::from(d.size) > bs {
+            return Err(format!("pfn {pfn:#x}: descriptor size {:#x} is not in 1..={bs:#x}", d.size));
+        }
+        if d.flags == 0 && u64::from(d.size) != bs {
+            return Err(format!("pfn {pfn:#x}: raw page of {:#x} bytes, not one page ({bs:#x})", d.size));
+        }
+        if d.flags & !DUMP_DH_COMPRESSION_MASK != 0 || d.flags.count_ones() > 1 {
+            return Err(format!("pfn {pfn:#x}: descriptor flags {:#x} are not one compression method", d.flags));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,96 @@
+//! `vmdump info DUMP`: what a kdump-compressed file holds.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use vmdump_format::kdump::{KdumpReader, PAGE_DESC_SIZE, PageDesc, Utsname};
+
+use crate::read::decode::format_name;
+
+/// Arguments of `vmdump info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// A kdump-compressed file (plain, not flattened).
+    pub dump: PathBuf,
+}
+
+/// Opens a dump with its name in every error.
+///
+/// # Errors
+/// The file cannot be opened or is not a valid kdump-compressed file.
+pub fn open(path: &Path) -> anyhow::Result<KdumpReader<File>> {
+    let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    KdumpReader::open(file).with_context(|| format!("{}: not a valid kdump-compressed file", path.display()))
+}
+
+/// Descriptors pointing at the shared zero page, read in 64 KiB chunks.
+fn count_zero_pages(r: &KdumpReader<File>) -> anyhow::Result<u64> {
+    let Some(zero) = r.zero_page_offset() else { return Ok(0) };
+    let start = r.geometry().page_desc_offset;
+    let end = (start + r.num_dumpable() * PAGE_DESC_SIZE as u64).min(r.file_size());
+    let mut buf = vec![0u8; 2730 * PAGE_DESC_SIZE];
+    let (mut at, mut n) = (start, 0);
+    while at < end {
+        let len = (buf.len() as u64).min(end - at) as usize / PAGE_DESC_SIZE * PAGE_DESC_SIZE;
+        if len == 0 {
+            break;
+        }
+        std::os::unix::fs::FileExt::read_exact_at(r.source(), &mut buf[..len], at)
+            .with_context(|| format!("reading descriptors at {at:#x}"))?;
+        for d in buf[..len].chunks(PAGE_DESC_SIZE) {
+            n += u64::from(PageDesc::decode(d)?.offset == zero);
+        }
+        at += len as u64;
+    }
+    Ok(n)
+}
+
+fn count_ram(r: &KdumpReader<File>) -> anyhow::Result<u64> {
+    let mut cursor = r.ram_cursor();
+    let mut n = 0;
+    for pfn in 0..r.max_mapnr() {
+        n += u64::from(cursor.bit(pfn)?);
+    }
+    Ok(n)
+}
+
+/// Prints the summary of `args.dump` to `out`.
+///
+/// # Errors
+/// The dump is invalid, or writing fails.
+pub fn run(args: &InfoArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    let r = open(&args.dump)?;
+    let (h, sub) = (r.header(), r.sub_header());
+    let text = |i| String::from_utf8_lossy(h.utsname.get(i)).into_owned();
+    writeln!(out, "file             : {} ({:#x} bytes)", args.dump.display(), r.file_size())?;
+    writeln!(out, "header version   : {}", h.header_version)?;
+    writeln!(out, "kernel           : {} {} {}", text(Utsname::SYSNAME), text(Utsname::RELEASE), text(Utsname::MACHINE))?;
+    writeln!(out, "status           : {:#x}{}", h.status, if r.is_incomplete() { " (INCOMPLETE)" } else { "" })?;
+    writeln!(out, "incomplete       : {}", if r.is_incomplete() { "yes" } else { "no" })?;
+    writeln!(out, "compression      : {}", format_name(r.compression()).replace("raw", "none"))?;
+    writeln!(out, "dump level       : {}", sub.dump_level)?;
+    writeln!(out, "block size       : {:#x}", r.block_size())?;
+    writeln!(out, "max_mapnr        : {:#x}", r.max_mapnr())?;
+    writeln!(out, "nr_cpus          : {}", h.nr_cpus)?;
+    writeln!(out, "RAM pages        : {:#x}", count_ram(&r)?)?;
+    writeln!(out, "pages in file    : {:#x}", r.num_dumpable())?;
+    writeln!(out, "zero pages       : {:#x}", count_zero_pages(&r)?)?;
+    let g = r.geometry();
+    writeln!(out, "notes            : {:#x} bytes at {:#x}", g.notes.1, g.notes.0)?;
+    writeln!(out, "bitmaps          : 2 x {:#x} bytes at {:#x}", g.bitmap_len, g.bitmap1_offset)?;
+    writeln!(out, "descriptors      : {:#x} bytes at {:#x}", r.num_dumpable() * PAGE_DESC_SIZE as u64, g.page_desc_offset)?;
+    writeln!(out, "page data        : {:#x} bytes at {:#x}", r.file_size().saturating_sub(r.data_offset()), r.data_offset())?;
+    match r.vmcoreinfo() {
+        None => writeln!(out, "VMCOREINFO       : none")?,
+        Some(info) => {
+            writeln!(out, "VMCOREINFO       : {:#x} bytes at {:#x}", g.vmcoreinfo.1, g.vmcoreinfo.0)?;
+            for key in ["OSRELEASE", "PAGESIZE", "CRASHTIME", "KERNELOFFSET"] {
+                writeln!(out, "  {key}={}", info.get(key).unwrap_or("(absent)"))?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,63 @@
+//! `vmdump verify DUMP [--against VMCORE]`: exit status 0 when the dump
+//! verifies, 1 naming the first problems otherwise.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::input::Vmcore;
+use crate::plugin::{Registry, SearchPath};
+use crate::read::{Modules, Problems, VerifyStats, verify};
+
+/// Arguments of `vmdump verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// A kdump-compressed file (plain, not flattened).
+    pub dump: PathBuf,
+    /// The ELF vmcore it was made from: every page is compared with it.
+    #[arg(long, value_name = "VMCORE")]
+    pub against: Option<PathBuf>,
+}
+
+fn summary(s: &VerifyStats, p: &Problems, against: bool) -> String {
+    let mut line = format!(
+        "verified {} pages: {} compressed, {} raw, {} zero, {} lost, {} excluded ({} of them zero in the source)",
+        s.stored, s.compressed, s.raw, s.zero, s.lost, s.excluded, s.excluded_zero
+    );
+    if against {
+        line += &format!("; {} equal to the source", s.equal);
+        if s.source_beyond > 0 {
+            line += &format!(", {} source pages beyond max_mapnr not judged", s.source_beyond);
+        }
+    }
+    line + &format!("; {} problems", p.count)
+}
+
+/// Verifies `args.dump`, printing problems and the summary to `out`.
+///
+/// # Errors
+/// The dump or the source cannot be opened, or the dump has problems
+/// (the message names the first).
+pub fn run(args: &VerifyArgs, plugin_dirs: &[PathBuf], out: &mut impl Write) -> anyhow::Result<()> {
+    let reader = super::info::open(&args.dump)?;
+    let source = match &args.against {
+        Some(path) => Some(Vmcore::open(path).with_context(|| format!("{}: cannot read the source", path.display()))?),
+        None => None,
+    };
+    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &[]));
+    let modules = Modules::new(&registry);
+    let (stats, problems) = verify(&reader, modules.decoder(), source.as_ref());
+    for message in &problems.first {
+        writeln!(out, "{}: {message}", args.dump.display())?;
+    }
+    if problems.count > problems.first.len() as u64 {
+        writeln!(out, "... and {} more problems", problems.count - problems.first.len() as u64)?;
+    }
+    writeln!(out, "{}", summary(&stats, &problems, source.is_some()))?;
+    match problems.first.first() {
+        None => Ok(()),
+        Some(first) => anyhow::bail!("{}: {} problems, the first: {first}", args.dump.display(), problems.count),
+    }
+}
