@@ -168,3 +168,39 @@ fn filtered_dumps_match_makedumpfile_at_31_and_at_each_single_bit() {
         }
     }
 }
+
+#[test]
+fn kdump_tools_pipeline_with_vmdump_installed_as_makedumpfile() {
+    let Some(fixtures) = fixtures() else { return };
+    let fixture = fixtures.iter().find(|f| f.name == "vmcore-SK").expect("vmcore-SK");
+    let dir = temp_dir("fx-kdump-tools");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_vmdump"), bin.join("makedumpfile")).unwrap();
+    let (flat, out) = (dir.join("f"), dir.join("out"));
+    // kdump-tools: makedumpfile -F -c -d 31 vmcore | compress > file; makedumpfile -R out < file
+    let script = format!(
+        "set -e; export PATH={bin}:$PATH; makedumpfile -F -c -d 31 {elf} | cat > {flat}; makedumpfile -R {out} < {flat}",
+        bin = bin.display(),
+        elf = fixture.elf.display(),
+        flat = flat.display(),
+        out = out.display()
+    );
+    let result = Command::new("bash").arg("-c").arg(&script).output().unwrap();
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    let reference = dump_counts(&reference_dump_at(fixture, &dir, 31));
+    let counts = dump_counts(&out);
+    assert_eq!((counts.pages_in_file, counts.zero_pages), (reference.pages_in_file, reference.zero_pages));
+    assert_eq!(counts.status, 0x1, "zlib, complete");
+    let read = libkdumpfile_compare(&out, &fixture.elf);
+    assert_eq!((read.equal, read.different), (counts.pages_in_file, 0), "{}", read.raw);
+}
+
+/// makedumpfile's own -d `level` dump (lzo), as the reference for counts.
+fn reference_dump_at(fixture: &Fixture, dir: &Path, level: u8) -> PathBuf {
+    let out = dir.join(format!("makedumpfile-d{level}.kdump"));
+    let level = level.to_string();
+    let result = makedumpfile(&["-l".as_ref(), "-d".as_ref(), level.as_ref(), fixture.elf.as_ref(), out.as_ref()]);
+    assert!(result.status.success(), "makedumpfile: {}", String::from_utf8_lossy(&result.stderr));
+    out
+}

@@ -4,8 +4,14 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    let cli = vmdump::cli::Cli::parse();
-    match vmdump::cli::run(cli) {
+    let args: Vec<String> = std::env::args().collect();
+    let as_makedumpfile = args.first().is_some_and(|a| a.rsplit('/').next() == Some("makedumpfile"));
+    let result = if as_makedumpfile {
+        vmdump::cli::compat::run(&args[1..], &[])
+    } else {
+        vmdump::cli::run(vmdump::cli::Cli::parse())
+    };
+    match result {
         Ok(vmdump::cli::Outcome::Success) => std::process::ExitCode::SUCCESS,
         Ok(vmdump::cli::Outcome::Degraded) => std::process::ExitCode::from(3),
         Ok(vmdump::cli::Outcome::Incomplete) => std::process::ExitCode::FAILURE,

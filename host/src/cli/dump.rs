@@ -23,7 +23,7 @@ use crate::plugin::{LoadError, Registry, SearchPath};
 use crate::profile::{OutputFormat, Profile};
 
 /// Options of `vmdump dump`; each overrides the profile.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Default, clap::Args)]
 pub struct DumpArgs {
     /// Profile to start from (TOML, see config/README.md); default: config/default.toml's values.
     #[arg(long, value_name = "FILE")]

@@ -3,6 +3,7 @@
 //! incomplete), 2 usage error, 3 dump complete but degraded (a plugin failed
 //! and pages were stored raw).
 
+pub mod compat;
 mod dump;
 mod info;
 mod plugins;
@@ -40,6 +41,13 @@ pub enum Command {
     Info(info::InfoArgs),
     /// Check a kdump-compressed file, page by page, optionally against its source vmcore.
     Verify(verify::VerifyArgs),
+    /// makedumpfile's command line (also: run vmdump under the name `makedumpfile`).
+    #[command(disable_help_flag = true)]
+    Makedumpfile {
+        /// makedumpfile's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// How the command ended, when it did not fail.
@@ -63,6 +71,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Dump(args) => dump::run(&args, &cli.plugin_dirs),
         Command::Plugins => plugins::run(&cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success),
         Command::Synth(args) => synth::run(&args).map(|()| Outcome::Success),
+        Command::Makedumpfile { args } => compat::run(&args, &cli.plugin_dirs),
         Command::Info(args) => info::run(&args, &mut std::io::stdout().lock()).map(|()| Outcome::Success),
         Command::Verify(args) => {
             verify::run(&args, &cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success)

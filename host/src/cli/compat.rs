@@ -1,0 +1,194 @@
+//! makedumpfile's command line (kdump-format.md §7.1), for scripts written
+//! for it: `vmdump` started as `makedumpfile` (a symlink), or
+//! `vmdump makedumpfile ARGS`. Every option is either honoured with
+//! makedumpfile's meaning or refused with a message saying why, never
+//! silently ignored.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+
+use super::Outcome;
+use super::dump::DumpArgs;
+
+/// Options that need a vmlinux or debug information: vmdump works from
+/// VMCOREINFO alone.
+const NEED_VMLINUX: [&str; 8] = ["-x", "-i", "-g", "--config", "--eppic", "--vtop", "--mem-usage", "--extension"];
+/// Options whose job vmdump does differently, with the reason.
+const REFUSED: [(&str, &str); 9] = [
+    ("-E", "ELF output is not implemented yet; use the kdump-compressed format"),
+    ("--split", "split output is not implemented yet"),
+    ("--reassemble", "reassembling split dumps is not implemented yet"),
+    ("-b", "vmdump sizes its write cache itself"),
+    ("--cyclic-buffer", "vmdump bounds its memory itself (pfn windows), whatever the machine's size"),
+    ("--work-dir", "vmdump keeps no bitmap file: its memory is bounded without one"),
+    ("-e", "excluding unused vmemmap is not implemented"),
+    ("--dry-run", "not implemented"),
+    ("-X", "Xen dumps are not supported"),
+];
+
+/// What a makedumpfile command line asks for.
+#[derive(Debug)]
+pub enum Request {
+    /// Write a dump.
+    Dump(Box<DumpArgs>),
+    /// `-R DUMPFILE`: rearrange a flattened stream from stdin.
+    Rearrange(PathBuf),
+    /// `-v`.
+    Version,
+    /// `-h`.
+    Help,
+}
+
+/// Options with a value.
+fn takes_value(option: &str) -> bool {
+    matches!(option, "-d" | "-L" | "-R" | "--num-threads" | "--message-level" | "-b" | "--cyclic-buffer" | "--work-dir")
+        || NEED_VMLINUX[..3].contains(&option)
+}
+
+/// Splits arguments getopt-style: `-cd31` is `-c -d 31`, `--opt=v` is `--opt v`.
+fn tokens(args: &[String]) -> anyhow::Result<Vec<(String, Option<String>)>> {
+    let mut out = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, value) = match long.split_once('=') {
+                Some((n, v)) => (format!("--{n}"), Some(v.to_owned())),
+                None => (arg.clone(), None),
+            };
+            let value = match value {
+                None if takes_value(&name) => Some(rest.next().context(format!("{name} needs a value"))?.clone()),
+                v => v,
+            };
+            out.push((name, value));
+        } else if arg.len() > 1 && arg.starts_with('-') {
+            let chars: Vec<char> = arg[1..].chars().collect();
+            for (i, c) in chars.iter().enumerate() {
+                let name = format!("-{c}");
+                if takes_value(&name) {
+                    let attached: String = chars[i + 1..].iter().collect();
+                    let value = if attached.is_empty() { rest.next().context(format!("{name} needs a value"))?.clone() } else { attached };
+                    out.push((name, Some(value)));
+                    break;
+                }
+                out.push((name, None));
+            }
+        } else {
+            out.push((String::new(), Some(arg.clone())));
+        }
+    }
+    Ok(out)
+}
+
+/// Parses makedumpfile's arguments (without the program name).
+///
+/// # Errors
+/// An unknown or refused option, with the reason, or missing files.
+pub fn parse(args: &[String]) -> anyhow::Result<Request> {
+    let mut dump = DumpArgs { compress: Some("none".into()), dump_level: Some(0), ..DumpArgs::default() };
+    let (mut files, mut rearrange, mut flattened) = (Vec::new(), None, false);
+    for (name, value) in tokens(args)? {
+        match name.as_str() {
+            "" => files.push(PathBuf::from(value.unwrap_or_default())),
+            "-c" => dump.compress = Some("zlib:2".into()),
+            "-l" => dump.compress = Some("lzo".into()),
+            "-p" => dump.compress = Some("snappy".into()),
+            "-z" => dump.compress = Some("zstd".into()),
+            "-d" => dump.dump_level = Some(parse_level(&value.unwrap_or_default())?),
+            "-F" => flattened = true,
+            "-f" => dump.force = true,
+            "-R" => rearrange = value.map(PathBuf::from),
+            "-L" => dump.limit = Some(super::synth::parse_size(&value.unwrap_or_default()).map_err(anyhow::Error::msg)?),
+            "--num-threads" => dump.threads = Some(value.unwrap_or_default().parse().context("--num-threads")?),
+            "--non-mmap" => dump.no_mmap = true,
+            "--message-level" | "-D" => {} // messages: vmdump prints its report and errors at every level
+            "-v" => return Ok(Request::Version),
+            "-h" | "--help" => return Ok(Request::Help),
+            other => refuse(other)?,
+        }
+    }
+    if let Some(out) = rearrange {
+        return Ok(Request::Rearrange(out));
+    }
+    dump.no_progress = true;
+    match (flattened, files.as_slice()) {
+        (true, [input]) => (dump.input, dump.output) = (input.clone(), PathBuf::from("-")),
+        (false, [input, output]) => (dump.input, dump.output) = (input.clone(), output.clone()),
+        _ => bail!("usage: makedumpfile [-c|-l|-p|-z] [-d LEVEL] [-F] VMCORE [DUMPFILE] (see makedumpfile -h)"),
+    }
+    Ok(Request::Dump(Box::new(dump)))
+}
+
+/// makedumpfile accepts "-d 31" and a list of levels to retry ("-d 11,31");
+/// vmdump takes the first.
+fn parse_level(text: &str) -> anyhow::Result<u8> {
+    let first = text.split(',').next().unwrap_or_default();
+    first.trim().parse().with_context(|| format!("-d {text}: not a dump level"))
+}
+
+fn refuse(option: &str) -> anyhow::Result<()> {
+    if NEED_VMLINUX.contains(&option) {
+        bail!("{option} needs a vmlinux or debug information; vmdump works from VMCOREINFO alone");
+    }
+    match REFUSED.iter().find(|(name, _)| *name == option) {
+        Some((_, why)) => bail!("{option} is not supported by vmdump: {why}"),
+        None => bail!("unknown option {option}"),
+    }
+}
+
+/// Runs a makedumpfile command line.
+///
+/// # Errors
+/// As `vmdump dump`, or a refused option.
+pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
+    match parse(args)? {
+        Request::Dump(dump) => super::dump::run(&dump, plugin_dirs),
+        Request::Rearrange(out) => {
+            let mut file = std::fs::File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
+            let mut input = std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock());
+            vmdump_format::flat::rearrange(&mut input, &mut file).context("rearranging the flattened stream")?;
+            Ok(Outcome::Success)
+        }
+        Request::Version => {
+            println!("makedumpfile: vmdump {} (makedumpfile-compatible command line)", env!("CARGO_PKG_VERSION"));
+            Ok(Outcome::Success)
+        }
+        Request::Help => {
+            println!("usage: makedumpfile [-c|-l|-p|-z] [-d LEVEL] [-F] [-f] [-L SIZE] [--num-threads N] VMCORE [DUMPFILE]");
+            println!("       makedumpfile -R DUMPFILE < FLATTENED");
+            println!("vmdump's makedumpfile mode: the options above, with makedumpfile's meaning.");
+            Ok(Outcome::Success)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn kdump_tools_and_kexec_tools_command_lines_parse() {
+        let Request::Dump(d) = parse(&args("-F -c -d 31 /proc/vmcore")).unwrap() else { panic!() };
+        assert_eq!((d.compress.as_deref(), d.dump_level, d.output.to_str()), (Some("zlib:2"), Some(31), Some("-")));
+        let Request::Dump(d) = parse(&args("-l --message-level 7 -d 31 /proc/vmcore /var/crash/dump")).unwrap() else {
+            panic!()
+        };
+        assert_eq!((d.compress.as_deref(), d.dump_level), (Some("lzo"), Some(31)));
+        let Request::Dump(d) = parse(&args("-cd31 in out")).unwrap() else { panic!() };
+        assert_eq!((d.compress.as_deref(), d.dump_level), (Some("zlib:2"), Some(31)));
+        assert!(matches!(parse(&args("-R out")).unwrap(), Request::Rearrange(p) if p.to_str() == Some("out")));
+    }
+
+    #[test]
+    fn refused_options_say_why() {
+        let err = parse(&args("-x vmlinux -d 31 in out")).unwrap_err().to_string();
+        assert!(err.contains("vmlinux"), "{err}");
+        let err = parse(&args("--cyclic-buffer 1024 in out")).unwrap_err().to_string();
+        assert!(err.contains("bounds its memory"), "{err}");
+        assert!(parse(&args("--bogus in out")).unwrap_err().to_string().contains("unknown option"));
+    }
+}
