@@ -194,5 +194,9 @@ pub fn report_counts(text: &str) -> Vec<(String, u64)> {
 
 /// The value of `label` in a report.
 pub fn report_value(text: &str, label: &str) -> u64 {
-    report_counts(text).into_iter().find(|(l, _)| l == label).map(|(_, v)| v).unwrap_or_else(|| panic!("no `{label}` in:\n{text}"))
+    report_counts(text)
+        .into_iter()
+        .find(|(l, _)| l == label)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no `{label}` in:\n{text}"))
 }

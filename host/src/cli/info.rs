@@ -67,8 +67,19 @@ pub fn run(args: &InfoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let text = |i| String::from_utf8_lossy(h.utsname.get(i)).into_owned();
     writeln!(out, "file             : {} ({:#x} bytes)", args.dump.display(), r.file_size())?;
     writeln!(out, "header version   : {}", h.header_version)?;
-    writeln!(out, "kernel           : {} {} {}", text(Utsname::SYSNAME), text(Utsname::RELEASE), text(Utsname::MACHINE))?;
-    writeln!(out, "status           : {:#x}{}", h.status, if r.is_incomplete() { " (INCOMPLETE)" } else { "" })?;
+    writeln!(
+        out,
+        "kernel           : {} {} {}",
+        text(Utsname::SYSNAME),
+        text(Utsname::RELEASE),
+        text(Utsname::MACHINE)
+    )?;
+    writeln!(
+        out,
+        "status           : {:#x}{}",
+        h.status,
+        if r.is_incomplete() { " (INCOMPLETE)" } else { "" }
+    )?;
     writeln!(out, "incomplete       : {}", if r.is_incomplete() { "yes" } else { "no" })?;
     writeln!(out, "compression      : {}", format_name(r.compression()).replace("raw", "none"))?;
     writeln!(out, "dump level       : {}", sub.dump_level)?;
@@ -81,8 +92,18 @@ pub fn run(args: &InfoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let g = r.geometry();
     writeln!(out, "notes            : {:#x} bytes at {:#x}", g.notes.1, g.notes.0)?;
     writeln!(out, "bitmaps          : 2 x {:#x} bytes at {:#x}", g.bitmap_len, g.bitmap1_offset)?;
-    writeln!(out, "descriptors      : {:#x} bytes at {:#x}", r.num_dumpable() * PAGE_DESC_SIZE as u64, g.page_desc_offset)?;
-    writeln!(out, "page data        : {:#x} bytes at {:#x}", r.file_size().saturating_sub(r.data_offset()), r.data_offset())?;
+    writeln!(
+        out,
+        "descriptors      : {:#x} bytes at {:#x}",
+        r.num_dumpable() * PAGE_DESC_SIZE as u64,
+        g.page_desc_offset
+    )?;
+    writeln!(
+        out,
+        "page data        : {:#x} bytes at {:#x}",
+        r.file_size().saturating_sub(r.data_offset()),
+        r.data_offset()
+    )?;
     match r.vmcoreinfo() {
         None => writeln!(out, "VMCOREINFO       : none")?,
         Some(info) => {

@@ -43,7 +43,9 @@ fn summary(s: &VerifyStats, p: &Problems, against: bool) -> String {
 pub fn run(args: &VerifyArgs, plugin_dirs: &[PathBuf], out: &mut impl Write) -> anyhow::Result<()> {
     let reader = super::info::open(&args.dump)?;
     let source = match &args.against {
-        Some(path) => Some(Vmcore::open(path).with_context(|| format!("{}: cannot read the source", path.display()))?),
+        Some(path) => {
+            Some(Vmcore::open(path).with_context(|| format!("{}: cannot read the source", path.display()))?)
+        }
         None => None,
     };
     let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &[]));
@@ -58,6 +60,8 @@ pub fn run(args: &VerifyArgs, plugin_dirs: &[PathBuf], out: &mut impl Write) -> 
     writeln!(out, "{}", summary(&stats, &problems, source.is_some()))?;
     match problems.first.first() {
         None => Ok(()),
-        Some(first) => anyhow::bail!("{}: {} problems, the first: {first}", args.dump.display(), problems.count),
+        Some(first) => {
+            anyhow::bail!("{}: {} problems, the first: {first}", args.dump.display(), problems.count)
+        }
     }
 }

@@ -24,7 +24,9 @@ impl Modules {
             let Some(c) = registry.compressors.iter().find(|c| c.info.format == format) else { continue };
             match c.plugin.init(&Params::default(), Arc::new(StderrHost)) {
                 Ok(m) => modules.push((format.code(), c.info.name.clone(), m)),
-                Err(e) => failed.push((format.code(), format!("plugin {} does not initialise: {e}", c.info.name))),
+                Err(e) => {
+                    failed.push((format.code(), format!("plugin {} does not initialise: {e}", c.info.name)))
+                }
             }
         }
         Modules { modules, failed }
@@ -74,12 +76,19 @@ impl Decoder<'_> {
         }
         let name = format_name(flags);
         let Some((_, ctx)) = self.contexts.iter_mut().find(|(c, _)| *c == flags) else {
-            let why = self.failed.iter().find(|(c, _)| *c == flags).map_or("no plugin for it was found", |(_, w)| w);
+            let why = self
+                .failed
+                .iter()
+                .find(|(c, _)| *c == flags)
+                .map_or("no plugin for it was found", |(_, w)| w);
             return Err(format!("{name} page cannot be decompressed: {why}"));
         };
         let n = ctx.decompress(bytes, page).map_err(|e| format!("{name} page does not decompress: {e}"))?;
         if n != page.len() {
-            return Err(format!("{name} page decompresses to {n:#x} bytes, not one page ({:#x})", page.len()));
+            return Err(format!(
+                "{name} page decompresses to {n:#x} bytes, not one page ({:#x})",
+                page.len()
+            ));
         }
         Ok(())
     }

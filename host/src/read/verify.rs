@@ -94,7 +94,10 @@ impl Checker<'_, '_> {
             self.stats.zero += 1;
         } else {
             if desc.offset < self.last_end {
-                let why = format!("data at {:#x} overlaps the previous page (ends at {:#x})", desc.offset, self.last_end);
+                let why = format!(
+                    "data at {:#x} overlaps the previous page (ends at {:#x})",
+                    desc.offset, self.last_end
+                );
                 self.problems.push(format!("pfn {pfn:#x}: {why}"));
             }
             self.last_end = desc.offset + u64::from(desc.size);
@@ -112,7 +115,9 @@ impl Checker<'_, '_> {
     fn compare(&mut self, pfn: u64, is_zero: bool, flags: u32) {
         match self.source_page(pfn) {
             None => {}
-            Some(false) => self.problems.push(format!("pfn {pfn:#x}: stored in the dump but not RAM in the source")),
+            Some(false) => {
+                self.problems.push(format!("pfn {pfn:#x}: stored in the dump but not RAM in the source"))
+            }
             Some(true) => match first_difference(&self.page, &self.src_page) {
                 None => self.stats.equal += 1,
                 Some(at) if is_zero => self.problems.push(format!(
@@ -132,17 +137,17 @@ impl Checker<'_, '_> {
             self.problems.push(format!("pfn {pfn:#x}: excluded, but dump level 0 excludes nothing"));
         }
         match self.source_page(pfn) {
-            Some(false) => self.problems.push(format!("pfn {pfn:#x}: RAM in the dump's 1st bitmap but not in the source")),
+            Some(false) => self
+                .problems
+                .push(format!("pfn {pfn:#x}: RAM in the dump's 1st bitmap but not in the source")),
             Some(true) if self.src_page.iter().all(|&b| b == 0) => self.stats.excluded_zero += 1,
             _ => {}
         }
     }
 
     fn check_hole(&mut self, pfn: u64) {
-        if let Some(vmcore) = self.source {
-            if vmcore.phys().is_ram(pfn) {
-                self.problems.push(format!("pfn {pfn:#x}: RAM in the source but a hole in the dump"));
-            }
+        if self.source.is_some_and(|vmcore| vmcore.phys().is_ram(pfn)) {
+            self.problems.push(format!("pfn {pfn:#x}: RAM in the source but a hole in the dump"));
         }
     }
 
@@ -153,7 +158,9 @@ impl Checker<'_, '_> {
         for pfn in 0..self.reader.max_mapnr() {
             let (r, d) = match (ram.bit(pfn), dumpable.bit(pfn)) {
                 (Ok(r), Ok(d)) => (r, d),
-                (Err(e), _) | (_, Err(e)) => return self.problems.push(format!("pfn {pfn:#x}: bitmap unreadable: {e}")),
+                (Err(e), _) | (_, Err(e)) => {
+                    return self.problems.push(format!("pfn {pfn:#x}: bitmap unreadable: {e}"));
+                }
             };
             match (r, d) {
                 (_, true) => {
@@ -169,14 +176,19 @@ impl Checker<'_, '_> {
         }
         if let Some(vmcore) = self.source {
             let phys = vmcore.phys();
-            self.stats.source_beyond = phys.count_in(self.reader.max_mapnr()..phys.max_pfn().max(self.reader.max_mapnr()));
+            self.stats.source_beyond =
+                phys.count_in(self.reader.max_mapnr()..phys.max_pfn().max(self.reader.max_mapnr()));
         }
     }
 }
 
 /// Checks every pfn of `reader`, decompressing with `decoder` and comparing
 /// with `source` when given.
-pub fn verify(reader: &KdumpReader<File>, decoder: Decoder<'_>, source: Option<&Vmcore>) -> (VerifyStats, Problems) {
+pub fn verify(
+    reader: &KdumpReader<File>,
+    decoder: Decoder<'_>,
+    source: Option<&Vmcore>,
+) -> (VerifyStats, Problems) {
     let bs = reader.block_size() as usize;
     let mut checker = Checker {
         reader,
@@ -188,12 +200,14 @@ pub fn verify(reader: &KdumpReader<File>, decoder: Decoder<'_>, source: Option<&
         src_page: vec![0u8; bs],
         last_end: reader.data_offset(),
     };
-    if let Some(vmcore) = source {
-        if vmcore.page_size() != reader.block_size() {
-            let why = format!("the source's page size {:#x} is not the dump's block size {:#x}", vmcore.page_size(), bs);
-            checker.problems.push(why);
-            checker.source = None;
-        }
+    if let Some(vmcore) = source.filter(|v| v.page_size() != reader.block_size()) {
+        let why = format!(
+            "the source's page size {:#x} is not the dump's block size {:#x}",
+            vmcore.page_size(),
+            bs
+        );
+        checker.problems.push(why);
+        checker.source = None;
     }
     checker.run();
     (checker.stats, checker.problems)

@@ -13,8 +13,8 @@ pub use bitmap::{BUCKET_PFNS, BitCursor, BitmapRegion, PrefixTable, SetBits};
 pub use geometry::Geometry;
 
 use super::{
-    DISK_DUMP_HEADER_SIZE, DUMP_DH_COMPRESSED_INCOMPLETE, DUMP_DH_COMPRESSION_MASK, DiskDumpHeader, PAGE_DESC_SIZE,
-    PageDesc, SUB_HEADER_SIZE, SubHeader,
+    DISK_DUMP_HEADER_SIZE, DUMP_DH_COMPRESSED_INCOMPLETE, DUMP_DH_COMPRESSION_MASK, DiskDumpHeader,
+    PAGE_DESC_SIZE, PageDesc, SUB_HEADER_SIZE, SubHeader,
 };
 use crate::vmcoreinfo::VmcoreInfo;
 use crate::{FormatError, ReadAt};
@@ -60,7 +60,12 @@ impl<R> std::fmt::Debug for KdumpReader<R> {
     }
 }
 
-fn read_vec<R: ReadAt + ?Sized>(src: &R, what: &'static str, offset: u64, len: u64) -> Result<Vec<u8>, FormatError> {
+fn read_vec<R: ReadAt + ?Sized>(
+    src: &R,
+    what: &'static str,
+    offset: u64,
+    len: u64,
+) -> Result<Vec<u8>, FormatError> {
     let size = src.size();
     if offset.checked_add(len).is_none_or(|end| end > size) {
         return Err(FormatError::Truncated { what, offset, len, size });
@@ -71,7 +76,8 @@ fn read_vec<R: ReadAt + ?Sized>(src: &R, what: &'static str, offset: u64, len: u
 }
 
 fn read_headers<R: ReadAt + ?Sized>(src: &R) -> Result<(DiskDumpHeader, SubHeader), FormatError> {
-    let header = DiskDumpHeader::decode(&read_vec(src, "disk_dump_header", 0, DISK_DUMP_HEADER_SIZE as u64)?)?;
+    let header =
+        DiskDumpHeader::decode(&read_vec(src, "disk_dump_header", 0, DISK_DUMP_HEADER_SIZE as u64)?)?;
     let bs = header.block_size as u32 as u64;
     if crate::phys::check_page_size(bs).is_err() {
         let reason = format!("block_size {:#x} is not a page size", header.block_size);
@@ -191,12 +197,20 @@ impl<R: ReadAt> KdumpReader<R> {
 
     /// The 1st (RAM) bitmap.
     pub fn ram_bitmap(&self) -> BitmapRegion {
-        BitmapRegion { offset: self.geometry.bitmap1_offset, bits: self.geometry.max_mapnr, what: "1st bitmap" }
+        BitmapRegion {
+            offset: self.geometry.bitmap1_offset,
+            bits: self.geometry.max_mapnr,
+            what: "1st bitmap",
+        }
     }
 
     /// The 2nd (dumpable) bitmap.
     pub fn dumpable_bitmap(&self) -> BitmapRegion {
-        BitmapRegion { offset: self.geometry.bitmap2_offset, bits: self.geometry.max_mapnr, what: "2nd bitmap" }
+        BitmapRegion {
+            offset: self.geometry.bitmap2_offset,
+            bits: self.geometry.max_mapnr,
+            what: "2nd bitmap",
+        }
     }
 
     /// Whether `pfn` is RAM (1st bitmap).
@@ -254,7 +268,10 @@ impl<R: ReadAt> KdumpReader<R> {
     pub fn descriptor(&self, pfn: u64, index: u64) -> Result<Option<PageDesc>, FormatError> {
         let at = self.geometry.page_desc_offset + index * PAGE_DESC_SIZE as u64;
         if index >= self.num_dumpable() {
-            let reason = format!("pfn {pfn:#x}: descriptor index {index} beyond the {} descriptors", self.num_dumpable());
+            let reason = format!(
+                "pfn {pfn:#x}: descriptor index {index} beyond the {} descriptors",
+                self.num_dumpable()
+            );
             return Err(FormatError::BadKdump { what: "page_desc", offset: at, reason });
         }
         if at + PAGE_DESC_SIZE as u64 > self.file_size && self.is_incomplete() {
@@ -276,9 +293,15 @@ impl<R: ReadAt> KdumpReader<R> {
             return Ok(StoredPage::Lost);
         }
         let at = self.geometry.page_desc_offset + index * PAGE_DESC_SIZE as u64;
-        self.check_desc(pfn, &desc).map_err(|reason| FormatError::BadKdump { what: "page_desc", offset: at, reason })?;
+        self.check_desc(pfn, &desc).map_err(|reason| FormatError::BadKdump {
+            what: "page_desc",
+            offset: at,
+            reason,
+        })?;
         let mut bytes = vec![0u8; desc.size as usize];
-        self.src.read_exact_at(&mut bytes, desc.offset).map_err(|e| FormatError::io(desc.offset, desc.size.into(), e))?;
+        self.src
+            .read_exact_at(&mut bytes, desc.offset)
+            .map_err(|e| FormatError::io(desc.offset, desc.size.into(), e))?;
         Ok(StoredPage::Stored { desc, bytes })
     }
 
@@ -292,7 +315,10 @@ impl<R: ReadAt> KdumpReader<R> {
             ));
         }
         if d.offset < self.data_offset {
-            return Err(format!("pfn {pfn:#x}: descriptor offset {:#x} is before the data area ({:#x})", d.offset, self.data_offset));
+            return Err(format!(
+                "pfn {pfn:#x}: descriptor offset {:#x} is before the data area ({:#x})",
+                d.offset, self.data_offset
+            ));
         }
         if d.size == 0 || u64::from(d.size) > bs {
             return Err(format!("pfn {pfn:#x}: descriptor size {:#x} is not in 1..={bs:#x}", d.size));
@@ -301,7 +327,10 @@ impl<R: ReadAt> KdumpReader<R> {
             return Err(format!("pfn {pfn:#x}: raw page of {:#x} bytes, not one page ({bs:#x})", d.size));
         }
         if d.flags & !DUMP_DH_COMPRESSION_MASK != 0 || d.flags.count_ones() > 1 {
-            return Err(format!("pfn {pfn:#x}: descriptor flags {:#x} are not one compression method", d.flags));
+            return Err(format!(
+                "pfn {pfn:#x}: descriptor flags {:#x} are not one compression method",
+                d.flags
+            ));
         }
         Ok(())
     }

@@ -144,7 +144,16 @@ pub struct SetBits<'a, R: ReadAt + ?Sized> {
 impl<'a, R: ReadAt + ?Sized> SetBits<'a, R> {
     /// Starts at pfn 0.
     pub fn new(src: &'a R, region: BitmapRegion) -> Self {
-        SetBits { src, region, buf: vec![0u8; CHUNK_BYTES], buf_byte: 0, buf_len: 0, next: 0, rank: 0, failed: false }
+        SetBits {
+            src,
+            region,
+            buf: vec![0u8; CHUNK_BYTES],
+            buf_byte: 0,
+            buf_len: 0,
+            next: 0,
+            rank: 0,
+            failed: false,
+        }
     }
 
     fn byte_of(&mut self, pfn: u64) -> Result<u8, FormatError> {
@@ -171,7 +180,7 @@ impl<R: ReadAt + ?Sized> Iterator for SetBits<'_, R> {
                     return Some(Err(e));
                 }
             };
-            if pfn % 8 == 0 && byte == 0 {
+            if pfn.is_multiple_of(8) && byte == 0 {
                 self.next += 8;
                 continue;
             }

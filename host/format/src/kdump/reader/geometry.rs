@@ -49,10 +49,15 @@ fn inside(what: &'static str, offset: u64, len: u64, lo: u64, hi: u64) -> Result
 fn check_header(h: &DiskDumpHeader, file_size: u64) -> Result<u64, FormatError> {
     let hdr = "disk_dump_header";
     if h.header_version < 1 {
-        return Err(bad(hdr, 8, format!("header_version {} is not supported (need 1 or later)", h.header_version)));
+        return Err(bad(
+            hdr,
+            8,
+            format!("header_version {} is not supported (need 1 or later)", h.header_version),
+        ));
     }
     let bs = h.block_size as u32 as u64;
-    check_page_size(bs).map_err(|_| bad(hdr, 428, format!("block_size {:#x} is not a page size", h.block_size)))?;
+    check_page_size(bs)
+        .map_err(|_| bad(hdr, 428, format!("block_size {:#x} is not a page size", h.block_size)))?;
     if h.sub_hdr_size < 1 {
         return Err(bad(hdr, 432, format!("sub_hdr_size {} must be at least 1", h.sub_hdr_size)));
     }
@@ -67,7 +72,12 @@ fn check_header(h: &DiskDumpHeader, file_size: u64) -> Result<u64, FormatError> 
 }
 
 /// Where the notes and VMCOREINFO are (v4+ / v3+), inside the sub-header blocks.
-fn notes_ranges(h: &DiskDumpHeader, sub: &SubHeader, bs: u64, end: u64) -> Result<[(u64, u64); 2], FormatError> {
+fn notes_ranges(
+    h: &DiskDumpHeader,
+    sub: &SubHeader,
+    bs: u64,
+    end: u64,
+) -> Result<[(u64, u64); 2], FormatError> {
     let lo = bs + SUB_HEADER_SIZE as u64;
     let mut notes = (0, 0);
     if h.header_version >= 4 && sub.size_note > 0 {
@@ -111,7 +121,12 @@ impl Geometry {
         let page_desc_offset = checked(bitmap2_offset.checked_add(bitmap_len), "page_desc", bitmap2_offset)?;
         if page_desc_offset > file_size {
             let len = page_desc_offset - bitmap1_offset;
-            return Err(FormatError::Truncated { what: "bitmaps", offset: bitmap1_offset, len, size: file_size });
+            return Err(FormatError::Truncated {
+                what: "bitmaps",
+                offset: bitmap1_offset,
+                len,
+                size: file_size,
+            });
         }
         Ok(Geometry {
             block_size: bs,

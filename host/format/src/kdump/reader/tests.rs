@@ -9,13 +9,13 @@ fn is_ram(pfn: u64) -> bool {
     pfn < 3000 || (5000..9000).contains(&pfn)
 }
 fn is_dumpable(pfn: u64) -> bool {
-    is_ram(pfn) && pfn % 7 != 0
+    is_ram(pfn) && !pfn.is_multiple_of(7)
 }
 fn is_zero(pfn: u64) -> bool {
-    pfn % 5 == 0
+    pfn.is_multiple_of(5)
 }
 fn is_compressed(pfn: u64) -> bool {
-    pfn % 3 == 0
+    pfn.is_multiple_of(3)
 }
 fn raw_page(pfn: u64) -> Vec<u8> {
     (0..BS).map(|i| (pfn as usize).wrapping_mul(31).wrapping_add(i) as u8).collect()
@@ -90,7 +90,9 @@ fn reads_every_page_of_a_valid_dump() {
             StoredPage::Stored { desc, bytes } if is_compressed(p) => {
                 assert_eq!((desc.flags, bytes), (DUMP_DH_COMPRESSED_ZSTD, fake_compressed(p)), "pfn {p}");
             }
-            StoredPage::Stored { desc, bytes } => assert_eq!((desc.flags, bytes), (0, raw_page(p)), "pfn {p}"),
+            StoredPage::Stored { desc, bytes } => {
+                assert_eq!((desc.flags, bytes), (0, raw_page(p)), "pfn {p}")
+            }
         }
     }
 }
@@ -161,7 +163,8 @@ fn truncation_anywhere_is_an_error_or_a_page_error_never_a_panic() {
             Err(_) => assert!(cut < data, "header part complete at {cut} but open failed"),
             Ok(r) => {
                 assert!(cut >= data, "opened a dump cut at {cut:#x} before the data at {data:#x}");
-                let errors = r.dumpable_pfns().filter_map(|x| x.and_then(|(p, i)| r.page_at(p, i)).err()).count();
+                let errors =
+                    r.dumpable_pfns().filter_map(|x| x.and_then(|(p, i)| r.page_at(p, i)).err()).count();
                 assert!(errors > 0 || cut == good.len(), "cut at {cut:#x}: no page error");
             }
         }
