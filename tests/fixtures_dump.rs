@@ -204,3 +204,24 @@ fn reference_dump_at(fixture: &Fixture, dir: &Path, level: u8) -> PathBuf {
     assert!(result.status.success(), "makedumpfile: {}", String::from_utf8_lossy(&result.stderr));
     out
 }
+
+#[test]
+fn dump_dmesg_through_vmdump_as_makedumpfile_from_the_elf_and_from_our_dump() {
+    let Some(fixtures) = fixtures() else { return };
+    for fixture in &fixtures {
+        let dir = temp_dir(&format!("fx-our-dmesg-{}", fixture.name));
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_vmdump"), bin.join("makedumpfile")).unwrap();
+        let ours = dir.join("d31");
+        let args = ["dump", "--no-progress", "-d", "31", "--compress", "zstd"].map(std::ffi::OsString::from);
+        vmdump_ok(args.into_iter().chain([fixture.elf.clone().into(), ours.clone().into()]));
+        let expected = std::fs::read(fixture.expected_file("dmesg.txt")).unwrap();
+        for (from, input) in [("ELF", &fixture.elf), ("dump", &ours)] {
+            let log = dir.join(format!("{from}.txt"));
+            let result = Command::new(bin.join("makedumpfile")).arg("--dump-dmesg").arg(input).arg(&log).output().unwrap();
+            assert!(result.status.success(), "{} {from}: {}", fixture.name, String::from_utf8_lossy(&result.stderr));
+            assert!(std::fs::read(&log).unwrap() == expected, "{} from the {from}: log differs", fixture.name);
+        }
+    }
+}

@@ -34,6 +34,8 @@ pub enum Request {
     Dump(Box<DumpArgs>),
     /// `-R DUMPFILE`: rearrange a flattened stream from stdin.
     Rearrange(PathBuf),
+    /// `--dump-dmesg VMCORE LOGFILE`: the kernel log.
+    Dmesg(PathBuf, PathBuf),
     /// `-v`.
     Version,
     /// `-h`.
@@ -86,7 +88,7 @@ fn tokens(args: &[String]) -> anyhow::Result<Vec<(String, Option<String>)>> {
 /// An unknown or refused option, with the reason, or missing files.
 pub fn parse(args: &[String]) -> anyhow::Result<Request> {
     let mut dump = DumpArgs { compress: Some("none".into()), dump_level: Some(0), ..DumpArgs::default() };
-    let (mut files, mut rearrange, mut flattened) = (Vec::new(), None, false);
+    let (mut files, mut rearrange, mut flattened, mut dmesg) = (Vec::new(), None, false, false);
     for (name, value) in tokens(args)? {
         match name.as_str() {
             "" => files.push(PathBuf::from(value.unwrap_or_default())),
@@ -101,6 +103,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Request> {
             "-L" => dump.limit = Some(super::synth::parse_size(&value.unwrap_or_default()).map_err(anyhow::Error::msg)?),
             "--num-threads" => dump.threads = Some(value.unwrap_or_default().parse().context("--num-threads")?),
             "--non-mmap" => dump.no_mmap = true,
+            "--dump-dmesg" => dmesg = true,
             "--message-level" | "-D" => {} // messages: vmdump prints its report and errors at every level
             "-v" => return Ok(Request::Version),
             "-h" | "--help" => return Ok(Request::Help),
@@ -109,6 +112,10 @@ pub fn parse(args: &[String]) -> anyhow::Result<Request> {
     }
     if let Some(out) = rearrange {
         return Ok(Request::Rearrange(out));
+    }
+    if dmesg {
+        let [input, log] = files.as_slice() else { bail!("usage: makedumpfile --dump-dmesg VMCORE LOGFILE") };
+        return Ok(Request::Dmesg(input.clone(), log.clone()));
     }
     dump.no_progress = true;
     match (flattened, files.as_slice()) {
@@ -147,6 +154,11 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
             let mut file = std::fs::File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
             let mut input = std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock());
             vmdump_format::flat::rearrange(&mut input, &mut file).context("rearranging the flattened stream")?;
+            Ok(Outcome::Success)
+        }
+        Request::Dmesg(input, log) => {
+            let text = super::dmesg::kernel_log(&input, plugin_dirs)?;
+            std::fs::write(&log, text).with_context(|| format!("writing {}", log.display()))?;
             Ok(Outcome::Success)
         }
         Request::Version => {

@@ -4,6 +4,7 @@
 //! and pages were stored raw).
 
 pub mod compat;
+mod dmesg;
 mod dump;
 mod info;
 mod plugins;
@@ -41,6 +42,8 @@ pub enum Command {
     Info(info::InfoArgs),
     /// Check a kdump-compressed file, page by page, optionally against its source vmcore.
     Verify(verify::VerifyArgs),
+    /// Write the kernel log of an ELF vmcore or a dump (as makedumpfile --dump-dmesg).
+    Dmesg(dmesg::DmesgArgs),
     /// makedumpfile's command line (also: run vmdump under the name `makedumpfile`).
     #[command(disable_help_flag = true)]
     Makedumpfile {
@@ -72,6 +75,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Plugins => plugins::run(&cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success),
         Command::Synth(args) => synth::run(&args).map(|()| Outcome::Success),
         Command::Makedumpfile { args } => compat::run(&args, &cli.plugin_dirs),
+        Command::Dmesg(args) => dmesg::run(&args, &cli.plugin_dirs).map(|()| Outcome::Success),
         Command::Info(args) => info::run(&args, &mut std::io::stdout().lock()).map(|()| Outcome::Success),
         Command::Verify(args) => {
             verify::run(&args, &cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success)

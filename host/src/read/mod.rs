@@ -4,7 +4,9 @@
 //! `vmdump_format::kdump::reader`.
 
 pub mod decode;
+pub mod phys;
 pub mod verify;
 
 pub use decode::{Decoder, Modules};
+pub use phys::DumpMemory;
 pub use verify::{Problems, VerifyStats, verify};

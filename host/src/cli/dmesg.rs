@@ -1,0 +1,66 @@
+//! `vmdump dmesg`: the kernel log of an ELF vmcore or of a kdump-compressed
+//! dump, as `makedumpfile --dump-dmesg` writes it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use vmdump_format::kdump::reader::KdumpReader;
+
+use crate::input::Vmcore;
+use crate::plugin::{Registry, SearchPath};
+use crate::read::{DumpMemory, Modules};
+use crate::xlat::KernelMemory;
+
+/// Options of `vmdump dmesg`.
+#[derive(Debug, clap::Args)]
+pub struct DmesgArgs {
+    /// An ELF vmcore or a kdump-compressed dump.
+    pub input: PathBuf,
+    /// Where to write the log (default: stdout).
+    pub output: Option<PathBuf>,
+}
+
+/// Whether `path` starts with the ELF magic.
+fn is_elf(path: &Path) -> anyhow::Result<bool> {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    let mut file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    Ok(file.read(&mut magic)? == 4 && magic == *b"\x7fELF")
+}
+
+/// The kernel log of `input`.
+///
+/// # Errors
+/// The input cannot be read, or has no usable VMCOREINFO or log.
+pub fn kernel_log(input: &Path, plugin_dirs: &[PathBuf]) -> anyhow::Result<Vec<u8>> {
+    let context = || format!("reading the kernel log of {}", input.display());
+    if is_elf(input)? {
+        let vmcore = Vmcore::open(input)?;
+        let info = vmcore.vmcoreinfo().context("the vmcore has no VMCOREINFO note")?;
+        let memory = KernelMemory::open(&vmcore, info, &vmcore.elf().loads).with_context(context)?;
+        return crate::dmesg::kernel_log(&memory, info).with_context(context);
+    }
+    let file = std::fs::File::open(input)?;
+    let reader = KdumpReader::open(file).with_context(|| format!("{} is neither ELF nor kdump-compressed", input.display()))?;
+    let info = reader.vmcoreinfo().cloned().context("the dump has no VMCOREINFO")?;
+    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &[]));
+    let modules = Modules::new(&registry);
+    let dump = DumpMemory::new(reader, modules.decoder());
+    let memory = KernelMemory::open(&dump, &info, &[]).with_context(context)?;
+    crate::dmesg::kernel_log(&memory, &info).with_context(context)
+}
+
+/// Runs `vmdump dmesg`.
+///
+/// # Errors
+/// As [`kernel_log`], or writing the output.
+pub fn run(args: &DmesgArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
+    let log = kernel_log(&args.input, plugin_dirs)?;
+    match &args.output {
+        Some(path) => std::fs::write(path, log).with_context(|| format!("writing {}", path.display())),
+        None => {
+            use std::io::Write;
+            std::io::stdout().lock().write_all(&log).context("writing the log")
+        }
+    }
+}
