@@ -195,6 +195,49 @@ mod tests {
         assert!(matches!(parse(&args("-R out")).unwrap(), Request::Rearrange(p) if p.to_str() == Some("out")));
     }
 
+    fn dump_args(text: &str) -> DumpArgs {
+        match parse(&args(text)).unwrap() {
+            Request::Dump(d) => *d,
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_honoured_option_sets_what_makedumpfile_means() {
+        for (flag, codec) in [("-c", "zlib:2"), ("-l", "lzo"), ("-p", "snappy"), ("-z", "zstd")] {
+            assert_eq!(dump_args(&format!("{flag} in out")).compress.as_deref(), Some(codec), "{flag}");
+        }
+        assert_eq!(dump_args("in out").compress.as_deref(), Some("none"), "no option: raw pages");
+        assert_eq!(dump_args("in out").dump_level, Some(0), "makedumpfile's default level");
+        assert_eq!(dump_args("-d 11,31 in out").dump_level, Some(11), "the first of a retry list");
+        assert_eq!(dump_args("-F in").output.to_str(), Some("-"));
+        assert!(dump_args("-f in out").force);
+        assert_eq!(dump_args("-L 2G in out").limit, Some(2 << 30));
+        assert_eq!(dump_args("--num-threads 3 in out").threads, Some(3));
+        assert!(dump_args("--non-mmap in out").no_mmap);
+        assert!(matches!(parse(&args("-R out")).unwrap(), Request::Rearrange(_)));
+        assert!(matches!(parse(&args("--dump-dmesg in log")).unwrap(), Request::Dmesg(..)));
+        assert!(matches!(parse(&args("-v")).unwrap(), Request::Version));
+        assert!(matches!(parse(&args("-h")).unwrap(), Request::Help));
+        // Message levels change makedumpfile's chattiness; vmdump prints its
+        // report and errors at every level, so the option is accepted.
+        assert_eq!(dump_args("--message-level 7 -D -l in out").compress.as_deref(), Some("lzo"));
+    }
+
+    #[test]
+    fn every_refused_option_names_itself_and_the_reason() {
+        for (option, _) in REFUSED {
+            let value = if takes_value(option) { " 1" } else { "" };
+            let err = parse(&args(&format!("{option}{value} in out"))).unwrap_err().to_string();
+            assert!(err.contains(option) && err.contains("not supported"), "{option}: {err}");
+        }
+        for option in NEED_VMLINUX {
+            let value = if takes_value(option) { " x" } else { "" };
+            let err = parse(&args(&format!("{option}{value} in out"))).unwrap_err().to_string();
+            assert!(err.contains("vmlinux"), "{option}: {err}");
+        }
+    }
+
     #[test]
     fn refused_options_say_why() {
         let err = parse(&args("-x vmlinux -d 31 in out")).unwrap_err().to_string();
