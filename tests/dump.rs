@@ -517,3 +517,16 @@ fn a_full_disk_closes_the_dump_as_incomplete_and_readable() {
     drop(small);
     assert_incomplete_but_readable(&copy, &vmcore, summary.ram_pages);
 }
+
+#[test]
+fn a_flattened_dump_is_read_back_by_info_and_verify() {
+    let dir = temp_dir("dump-read-flat");
+    let (vmcore, _) = synthetic(&dir, quirky_spec());
+    let flat = dir.join("flat");
+    dump_with(&vmcore, &flat, &["-F", "--compress", "snappy"]);
+    let out = vmdump([OsArg::from("verify"), flat.as_path().into(), "--against".into(), vmcore.as_path().into()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("0 problems"), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let info = vmdump([OsArg::from("info"), flat.as_path().into()]);
+    assert!(String::from_utf8_lossy(&info.stdout).contains("snappy"));
+}

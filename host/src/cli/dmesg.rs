@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use vmdump_format::kdump::reader::KdumpReader;
 
 use crate::input::Vmcore;
 use crate::plugin::{Registry, SearchPath};
@@ -40,8 +39,7 @@ pub fn kernel_log(input: &Path, plugin_dirs: &[PathBuf]) -> anyhow::Result<Vec<u
         let memory = KernelMemory::open(&vmcore, info, &vmcore.elf().loads).with_context(context)?;
         return crate::dmesg::kernel_log(&memory, info).with_context(context);
     }
-    let file = std::fs::File::open(input)?;
-    let reader = KdumpReader::open(file).with_context(|| format!("{} is neither ELF nor kdump-compressed", input.display()))?;
+    let reader = crate::read::open_dump(input)?;
     let info = reader.vmcoreinfo().cloned().context("the dump has no VMCOREINFO")?;
     let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &[]));
     let modules = Modules::new(&registry);

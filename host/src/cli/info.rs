@@ -13,7 +13,7 @@ use crate::read::decode::format_name;
 /// Arguments of `vmdump info`.
 #[derive(Debug, Args)]
 pub struct InfoArgs {
-    /// A kdump-compressed file (plain, not flattened).
+    /// A kdump-compressed file (plain or flattened).
     pub dump: PathBuf,
 }
 
@@ -22,8 +22,7 @@ pub struct InfoArgs {
 /// # Errors
 /// The file cannot be opened or is not a valid kdump-compressed file.
 pub fn open(path: &Path) -> anyhow::Result<KdumpReader<File>> {
-    let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    KdumpReader::open(file).with_context(|| format!("{}: not a valid kdump-compressed file", path.display()))
+    crate::read::open_dump(path)
 }
 
 /// Descriptors pointing at the shared zero page, read in 64 KiB chunks.
