@@ -87,7 +87,8 @@ fn tokens(args: &[String]) -> anyhow::Result<Vec<(String, Option<String>)>> {
 /// # Errors
 /// An unknown or refused option, with the reason, or missing files.
 pub fn parse(args: &[String]) -> anyhow::Result<Request> {
-    let mut dump = DumpArgs { compress: Some("none".into()), dump_level: Some(0), ..DumpArgs::default() };
+    let mut dump =
+        DumpArgs { compress: Some("none".into()), dump_level: Some(0), message_level: Some(7), ..DumpArgs::default() };
     let (mut files, mut rearrange, mut flattened, mut dmesg) = (Vec::new(), None, false, false);
     for (name, value) in tokens(args)? {
         match name.as_str() {
@@ -104,7 +105,8 @@ pub fn parse(args: &[String]) -> anyhow::Result<Request> {
             "--num-threads" => dump.threads = Some(value.unwrap_or_default().parse().context("--num-threads")?),
             "--non-mmap" => dump.no_mmap = true,
             "--dump-dmesg" => dmesg = true,
-            "--message-level" | "-D" => {} // messages: vmdump prints its report and errors at every level
+            "--message-level" => dump.message_level = Some(value.unwrap_or_default().parse().context("--message-level")?),
+            "-D" => dump.message_level = Some(31), // debug: every message
             "-v" => return Ok(Request::Version),
             "-h" | "--help" => return Ok(Request::Help),
             other => refuse(other)?,
@@ -117,7 +119,6 @@ pub fn parse(args: &[String]) -> anyhow::Result<Request> {
         let [input, log] = files.as_slice() else { bail!("usage: makedumpfile --dump-dmesg VMCORE LOGFILE") };
         return Ok(Request::Dmesg(input.clone(), log.clone()));
     }
-    dump.no_progress = true;
     match (flattened, files.as_slice()) {
         (true, [input]) => (dump.input, dump.output) = (input.clone(), PathBuf::from("-")),
         (false, [input, output]) => (dump.input, dump.output) = (input.clone(), output.clone()),
@@ -219,9 +220,9 @@ mod tests {
         assert!(matches!(parse(&args("--dump-dmesg in log")).unwrap(), Request::Dmesg(..)));
         assert!(matches!(parse(&args("-v")).unwrap(), Request::Version));
         assert!(matches!(parse(&args("-h")).unwrap(), Request::Help));
-        // Message levels change makedumpfile's chattiness; vmdump prints its
-        // report and errors at every level, so the option is accepted.
-        assert_eq!(dump_args("--message-level 7 -D -l in out").compress.as_deref(), Some("lzo"));
+        assert_eq!(dump_args("in out").message_level, Some(7), "makedumpfile's default level");
+        assert_eq!(dump_args("--message-level 22 -l in out").message_level, Some(22));
+        assert_eq!(dump_args("-D in out").message_level, Some(31));
     }
 
     #[test]

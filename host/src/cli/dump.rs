@@ -63,6 +63,10 @@ pub struct DumpArgs {
     /// bits it allows (and say so) instead of stopping.
     #[arg(long)]
     pub allow_lower_level: bool,
+    /// makedumpfile's `--message-level` bits (makedumpfile mode only): 1
+    /// progress, 2 common messages, 16 the report; unset = vmdump's own output.
+    #[arg(skip)]
+    pub message_level: Option<u8>,
     /// The vmcore (ELF), e.g. /proc/vmcore.
     pub input: PathBuf,
     /// The dump file, or - for the flattened format on stdout.
@@ -245,6 +249,30 @@ fn write_dump(
     })
 }
 
+/// Prints the report: vmdump's own lines, or in makedumpfile mode what its
+/// message level asks for (bit 16 the report, bit 2 the closing messages).
+fn print_outcome(args: &DumpArgs, report: &DumpReport) -> std::io::Result<()> {
+    let mut err = std::io::stderr().lock();
+    let Some(level) = args.message_level else {
+        return write!(err, "{}{}", report.makedumpfile_text(), report.vmdump_text());
+    };
+    if level & 16 != 0 {
+        write!(err, "{}", report.makedumpfile_text())?;
+    }
+    if level & 2 != 0 {
+        match &report.incomplete {
+            Some(_) => writeln!(err, "\nThis is an incomplete dumpfile, but might analyzable.\n")?,
+            None if args.output == Path::new("-") => writeln!(err, "\nThe dumpfile is saved to STDOUT.\n")?,
+            None => writeln!(err, "\nThe dumpfile is saved to {}.\n", args.output.display())?,
+        }
+        writeln!(err, "makedumpfile Completed.")?;
+    }
+    if level & 4 != 0 && (report.is_degraded() || report.incomplete.is_some()) {
+        write!(err, "{}", report.vmdump_text())?;
+    }
+    Ok(())
+}
+
 /// Runs `vmdump dump`.
 ///
 /// # Errors
@@ -270,7 +298,7 @@ pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
     crate::dump::check_level(level, filter.is_some())?;
     let (codec, plugins) = open_plugins(&profile, plugin_dirs, &vmcore)?;
     let mut config = config(&profile);
-    (config.progress, config.dump_level) = (!args.no_progress, level);
+    (config.progress, config.dump_level) = (!args.no_progress && args.message_level.is_none_or(|l| l & 1 != 0), level);
     // Only a plain file can be flagged incomplete (§2.1: never a stream).
     config.close_incomplete = args.output != Path::new("-") && profile.dump.format == OutputFormat::Kdump;
     let filter = filter.as_ref().map(|f| f as &dyn MetadataFilter);
@@ -280,8 +308,7 @@ pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
     };
     let stages = Stages { codec: codec.as_ref(), filter, plugins: &plugins, kernel: kernel.as_ref() };
     let report = write_dump(args, &profile, &vmcore, &stages, &config)?;
-    let mut err = std::io::stderr().lock();
-    write!(err, "{}{}", report.makedumpfile_text(), report.vmdump_text())?;
+    print_outcome(args, &report)?;
     Ok(match () {
         () if report.incomplete.is_some() => Outcome::Incomplete,
         () if report.is_degraded() => Outcome::Degraded,
