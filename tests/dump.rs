@@ -28,15 +28,28 @@ fn quirky_spec() -> SynthSpec {
 fn every_compressor_round_trips_through_libkdumpfile() {
     let dir = temp_dir("dump-codecs");
     let (vmcore, summary) = synthetic(&dir, quirky_spec());
-    for (codec, flag) in [("zlib", 0x1), ("zstd", 0x20), ("lzo", 0x2), ("snappy", 0x4), ("c-zlib", 0x1), ("none", 0)] {
+    for (codec, flag) in
+        [("zlib", 0x1), ("zstd", 0x20), ("lzo", 0x2), ("snappy", 0x4), ("c-zlib", 0x1), ("none", 0)]
+    {
         let out = dir.join(format!("{codec}.kdump"));
-        vmdump_ok([OsArg::from("dump"), "--compress".into(), codec.into(), vmcore.as_path().into(), out.as_path().into()]);
+        vmdump_ok([
+            OsArg::from("dump"),
+            "--compress".into(),
+            codec.into(),
+            vmcore.as_path().into(),
+            out.as_path().into(),
+        ]);
         let counts = dump_counts(&out);
         assert_eq!(counts.status, flag, "{codec}: header compression flag");
         assert_eq!(counts.pages_in_file, summary.ram_pages, "{codec}");
         assert_eq!(counts.zero_pages, summary.zero_pages, "{codec}: zero pages share one page");
         let read = libkdumpfile_compare(&out, &vmcore);
-        assert_eq!((read.equal, read.different, read.missing), (read.compared, 0, 0), "{codec}: {}", read.raw);
+        assert_eq!(
+            (read.equal, read.different, read.missing),
+            (read.compared, 0, 0),
+            "{codec}: {}",
+            read.raw
+        );
         assert_eq!(read.compared, summary.ram_pages, "{codec}");
     }
 }
@@ -149,7 +162,10 @@ fn bad_input_gets_a_clear_error_and_leaves_no_dump() {
         assert!(!out.exists(), "{name}: no output may be left behind");
     }
     let missing_dir = dir.join("no/such/dir/out");
-    expect_failure(&["dump".into(), vmcore.as_path().into(), missing_dir.as_path().into()], &["does not exist"]);
+    expect_failure(
+        &["dump".into(), vmcore.as_path().into(), missing_dir.as_path().into()],
+        &["does not exist"],
+    );
 }
 
 #[test]
@@ -215,7 +231,13 @@ fn every_shipped_profile_makes_a_readable_dump() {
     assert!(profiles.len() >= 3, "default, fast and small at least");
     for profile in profiles {
         let out = dir.join(profile.file_stem().unwrap());
-        vmdump_ok([OsArg::from("dump"), "--profile".into(), profile.as_path().into(), vmcore.as_path().into(), out.as_path().into()]);
+        vmdump_ok([
+            OsArg::from("dump"),
+            "--profile".into(),
+            profile.as_path().into(),
+            vmcore.as_path().into(),
+            out.as_path().into(),
+        ]);
         let read = libkdumpfile_compare(&out, &vmcore);
         assert_eq!((read.equal, read.missing), (summary.ram_pages, 0), "{}: {}", profile.display(), read.raw);
     }
@@ -269,21 +291,32 @@ fn a_metadata_filter_leaves_out_exactly_what_it_excludes() {
     let (vmcore, summary) = synthetic(&dir, spec.clone());
     let out = dir.join("filtered");
     let report = filtered_dump(&vmcore, &out, 2);
-    let ram: Vec<u64> = synth::ram_ranges(&spec).into_iter().flat_map(|r| r.start / 4096..r.end.div_ceil(4096)).collect();
+    let ram: Vec<u64> =
+        synth::ram_ranges(&spec).into_iter().flat_map(|r| r.start / 4096..r.end.div_ceil(4096)).collect();
     let excluded = ram.iter().filter(|&&p| excluded_by_every_fifth(p)).count() as u64;
     assert_eq!(report.excluded.free, excluded, "only RAM pages are counted");
     let counts = dump_counts(&out);
     assert_eq!(counts.ram_pages, summary.ram_pages);
     assert_eq!(counts.pages_in_file, summary.ram_pages - excluded);
     let read = libkdumpfile_compare(&out, &vmcore);
-    assert_eq!((read.equal, read.different, read.missing), (summary.ram_pages - excluded, 0, excluded), "{}", read.raw);
+    assert_eq!(
+        (read.equal, read.different, read.missing),
+        (summary.ram_pages - excluded, 0, excluded),
+        "{}",
+        read.raw
+    );
     let again = dir.join("filtered-1-thread");
     filtered_dump(&vmcore, &again, 1);
     assert!(std::fs::read(&again).unwrap() == std::fs::read(&out).unwrap(), "thread count changed the bytes");
 }
 
 fn kernel_spec(flavour: synth::Flavour) -> SynthSpec {
-    let kernel = synth::KernelSpec { kaslr: true, five_level: true, struct_pages: Some(flavour), ..Default::default() };
+    let kernel = synth::KernelSpec {
+        kaslr: true,
+        five_level: true,
+        struct_pages: Some(flavour),
+        ..Default::default()
+    };
     SynthSpec { ram_bytes: 64 << 20, kernel: Some(kernel), ..SynthSpec::default() }
 }
 
@@ -294,10 +327,13 @@ fn dump_level_31_on_a_synthetic_kernel_excludes_what_its_struct_pages_say() {
         let spec = kernel_spec(flavour);
         let (vmcore, summary) = synthetic(&dir, spec.clone());
         let ram = synth::ram_ranges(&spec).into_iter().flat_map(|r| r.start / 4096..r.end.div_ceil(4096));
-        let excluded = ram.filter(|&pfn| synth::expected_class(&spec, pfn).is_some_and(|c| c.excluded_at(31))).count() as u64;
+        let excluded = ram
+            .filter(|&pfn| synth::expected_class(&spec, pfn).is_some_and(|c| c.excluded_at(31)))
+            .count() as u64;
         assert!(excluded > summary.ram_pages / 10, "the synthetic kernel has pages to exclude");
         let out = dir.join("d31");
-        let mut args = vec![OsArg::from("dump"), "-d".into(), "31".into(), "--compress".into(), "zstd".into()];
+        let mut args =
+            vec![OsArg::from("dump"), "-d".into(), "31".into(), "--compress".into(), "zstd".into()];
         args.extend([vmcore.as_path().into(), out.as_path().into()]);
         vmdump_ok(args);
         assert_eq!(dump_counts(&out).pages_in_file, summary.ram_pages - excluded, "{flavour:?}");
@@ -360,8 +396,13 @@ fn the_example_filter_plugins_named_in_a_profile_exclude_what_they_say() {
     )
     .unwrap();
     let out = dir.join("out");
-    let stderr =
-        vmdump_ok([OsArg::from("dump"), "--profile".into(), profile.as_path().into(), vmcore.as_path().into(), out.as_path().into()]);
+    let stderr = vmdump_ok([
+        OsArg::from("dump"),
+        "--profile".into(),
+        profile.as_path().into(),
+        vmcore.as_path().into(),
+        out.as_path().into(),
+    ]);
     assert!(stderr.contains("Filter          : pfn-ranges: 256 pages excluded"), "{stderr}");
     assert!(stderr.contains("Filter          : pattern: 3 pages excluded"), "{stderr}");
     assert!(stderr.contains("Extension filter pages  : 0x0000000000000103"), "{stderr}");
@@ -390,7 +431,10 @@ fn a_failing_filter_plugin_is_disabled_and_its_pages_kept() {
     ]);
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert_eq!(result.status.code(), Some(3), "{stderr}");
-    assert!(stderr.contains("filter flaky-filter failed") && stderr.contains("filter hardware gone"), "{stderr}");
+    assert!(
+        stderr.contains("filter flaky-filter failed") && stderr.contains("filter hardware gone"),
+        "{stderr}"
+    );
     let read = libkdumpfile_compare(&out, &vmcore);
     assert_eq!((read.equal, read.missing), (summary.ram_pages, 0), "{}", read.raw);
 }
@@ -421,7 +465,9 @@ fn a_filter_plugin_reading_struct_pages_and_vmcoreinfo_excludes_lru_pages() {
     let (bit, offset) = (info.number("PG_lru").unwrap() as u32, info.offset("page.flags").unwrap() as usize);
     let view = vmdump::dump::KernelView::open(&input, "the test").unwrap();
     let mut pages = view.struct_pages();
-    let ram = synth::ram_ranges(&kernel_spec(synth::Flavour::Linux6_1)).into_iter().flat_map(|r| r.start / 4096..r.end.div_ceil(4096));
+    let ram = synth::ram_ranges(&kernel_spec(synth::Flavour::Linux6_1))
+        .into_iter()
+        .flat_map(|r| r.start / 4096..r.end.div_ceil(4096));
     let lru = ram
         .filter(|&pfn| {
             let page = pages.get(pfn).expect("struct page");
@@ -487,7 +533,10 @@ struct SmallFs(PathBuf);
 impl SmallFs {
     fn mount(path: PathBuf, size: &str) -> Self {
         std::fs::create_dir_all(&path).unwrap();
-        let status = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(&path).status();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&path)
+            .status();
         assert!(
             status.is_ok_and(|s| s.success()),
             "mounting a small tmpfs needs root (CI runs as root): this test cannot run otherwise"
@@ -508,7 +557,13 @@ fn a_full_disk_closes_the_dump_as_incomplete_and_readable() {
     let (vmcore, summary) = synthetic(&dir, quirky_spec());
     let small = SmallFs::mount(dir.join("small"), "6m");
     let out = small.0.join("out");
-    let result = vmdump([OsArg::from("dump"), "--compress".into(), "lzo".into(), vmcore.as_path().into(), out.as_path().into()]);
+    let result = vmdump([
+        OsArg::from("dump"),
+        "--compress".into(),
+        "lzo".into(),
+        vmcore.as_path().into(),
+        out.as_path().into(),
+    ]);
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert_eq!(result.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("no space left"), "{stderr}");
@@ -524,9 +579,47 @@ fn a_flattened_dump_is_read_back_by_info_and_verify() {
     let (vmcore, _) = synthetic(&dir, quirky_spec());
     let flat = dir.join("flat");
     dump_with(&vmcore, &flat, &["-F", "--compress", "snappy"]);
-    let out = vmdump([OsArg::from("verify"), flat.as_path().into(), "--against".into(), vmcore.as_path().into()]);
+    let out =
+        vmdump([OsArg::from("verify"), flat.as_path().into(), "--against".into(), vmcore.as_path().into()]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && text.contains("0 problems"), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success() && text.contains("0 problems"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let info = vmdump([OsArg::from("info"), flat.as_path().into()]);
     assert!(String::from_utf8_lossy(&info.stdout).contains("snappy"));
+}
+
+#[test]
+fn makedumpfile_mode_prints_makedumpfiles_messages_at_each_level() {
+    let dir = temp_dir("dump-message-levels");
+    let (vmcore, _) = synthetic(&dir, SynthSpec { ram_bytes: 16 << 20, ..SynthSpec::default() });
+    let run = |level: &str, name: &str| {
+        let out = dir.join(name);
+        let args = ["makedumpfile", "--message-level", level, "-l", "-d", "1"].map(OsArg::from);
+        let result =
+            vmdump(args.into_iter().chain([OsArg::from(vmcore.as_path()), OsArg::from(out.as_path())]));
+        assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+        (
+            String::from_utf8_lossy(&result.stdout).into_owned(),
+            String::from_utf8_lossy(&result.stderr).into_owned(),
+        )
+    };
+    let (stdout, stderr) = run("7", "default");
+    assert!(
+        stdout.contains("The dumpfile is saved to") && stdout.ends_with("makedumpfile Completed.\n"),
+        "{stdout}"
+    );
+    let progress =
+        stderr.lines().find(|l| l.contains("[100.0 %]")).unwrap_or_else(|| panic!("no progress: {stderr:?}"));
+    assert!(
+        progress.starts_with("Copying data") && !stderr.contains('\r'),
+        "newline-terminated off a terminal: {stderr:?}"
+    );
+    assert!(!stderr.contains("Original pages"), "the report needs bit 16");
+    let (_, stderr) = run("23", "report");
+    assert!(stderr.contains("Original pages") && stderr.contains("Pages filled with zero"), "{stderr}");
+    let (stdout, stderr) = run("0", "quiet");
+    assert!(stdout.is_empty() && !stderr.contains("Copying data"), "level 0: {stdout:?} {stderr:?}");
 }

@@ -13,7 +13,8 @@ use support::temp_dir;
 const CODECS: [(&str, u32); 5] = [("zlib", 0x1), ("zstd", 0x20), ("lzo", 0x2), ("snappy", 0x4), ("none", 0)];
 
 fn dump(fixture: &Fixture, out: &Path, extra: &[&str]) {
-    let mut args: Vec<std::ffi::OsString> = vec!["dump".into(), "-d".into(), "1".into(), "--no-progress".into()];
+    let mut args: Vec<std::ffi::OsString> =
+        vec!["dump".into(), "-d".into(), "1".into(), "--no-progress".into()];
     args.extend(extra.iter().map(Into::into));
     args.extend([fixture.elf.clone().into(), out.into()]);
     vmdump_ok(args);
@@ -30,7 +31,8 @@ fn makedumpfile(args: &[&std::ffi::OsStr]) -> std::process::Output {
 /// makedumpfile's own -d 1 dump of the fixture, as the reference for counts.
 fn reference_dump(fixture: &Fixture, dir: &Path) -> PathBuf {
     let out = dir.join("makedumpfile.kdump");
-    let result = makedumpfile(&["-l".as_ref(), "-d".as_ref(), "1".as_ref(), fixture.elf.as_ref(), out.as_ref()]);
+    let result =
+        makedumpfile(&["-l".as_ref(), "-d".as_ref(), "1".as_ref(), fixture.elf.as_ref(), out.as_ref()]);
     assert!(result.status.success(), "makedumpfile: {}", String::from_utf8_lossy(&result.stderr));
     out
 }
@@ -81,7 +83,11 @@ fn flattened_output_rearranged_by_makedumpfile_is_the_plain_file() {
                 .expect("makedumpfile");
             assert!(status.success(), "{} {codec}: makedumpfile -R failed", fixture.name);
             let same = std::fs::read(&plain).unwrap() == std::fs::read(&rearranged).unwrap();
-            assert!(same, "{} with {codec}: rearranged flattened output differs from the plain file", fixture.name);
+            assert!(
+                same,
+                "{} with {codec}: rearranged flattened output differs from the plain file",
+                fixture.name
+            );
         }
     }
 }
@@ -97,7 +103,11 @@ fn makedumpfile_dump_dmesg_reads_the_kernel_log_from_our_dump() {
         let result = makedumpfile(&["--dump-dmesg".as_ref(), out.as_ref(), log.as_ref()]);
         assert!(result.status.success(), "{}: {}", fixture.name, String::from_utf8_lossy(&result.stderr));
         let expected = std::fs::read(fixture.expected_file("dmesg.txt")).unwrap();
-        assert!(std::fs::read(&log).unwrap() == expected, "{}: the kernel log differs from expected/", fixture.name);
+        assert!(
+            std::fs::read(&log).unwrap() == expected,
+            "{}: the kernel log differs from expected/",
+            fixture.name
+        );
     }
 }
 
@@ -109,11 +119,16 @@ fn output_is_identical_for_any_thread_count_and_read_mode() {
         let reference = dir.join("t1");
         dump(fixture, &reference, &["--compress", "zlib", "--threads", "1"]);
         let reference = std::fs::read(&reference).unwrap();
-        let variants: [&[&str]; 3] = [&["--threads", "2"], &["--threads", "4"], &["--threads", "2", "--no-mmap"]];
+        let variants: [&[&str]; 3] =
+            [&["--threads", "2"], &["--threads", "4"], &["--threads", "2", "--no-mmap"]];
         for (i, extra) in variants.iter().enumerate() {
             let out = dir.join(format!("v{i}"));
             dump(fixture, &out, &[*extra, &["--compress", "zlib"]].concat());
-            assert!(std::fs::read(&out).unwrap() == reference, "{}: {extra:?} differs from --threads 1", fixture.name);
+            assert!(
+                std::fs::read(&out).unwrap() == reference,
+                "{}: {extra:?} differs from --threads 1",
+                fixture.name
+            );
         }
     }
 }
@@ -152,7 +167,8 @@ fn filtered_dumps_match_makedumpfile_at_31_and_at_each_single_bit() {
                 theirs.as_ref(),
             ]);
             assert!(result.status.success(), "{what}: makedumpfile failed");
-            let their_report = String::from_utf8_lossy(&result.stdout).into_owned() + &String::from_utf8_lossy(&result.stderr);
+            let their_report = String::from_utf8_lossy(&result.stdout).into_owned()
+                + &String::from_utf8_lossy(&result.stderr);
             for label in CATEGORIES {
                 let (a, b) = (report_value(&our_report, label), report_value(&their_report, label));
                 assert_eq!(a, b, "{what}: {label}");
@@ -161,7 +177,11 @@ fn filtered_dumps_match_makedumpfile_at_31_and_at_each_single_bit() {
                 }
             }
             let (a, b) = (dump_counts(&ours), dump_counts(&theirs));
-            assert_eq!((a.pages_in_file, a.zero_pages, a.max_mapnr), (b.pages_in_file, b.zero_pages, b.max_mapnr), "{what}");
+            assert_eq!(
+                (a.pages_in_file, a.zero_pages, a.max_mapnr),
+                (b.pages_in_file, b.zero_pages, b.max_mapnr),
+                "{what}"
+            );
             let read = libkdumpfile_compare(&ours, &fixture.elf);
             assert_eq!((read.equal, read.different), (a.pages_in_file, 0), "{what}: {}", read.raw);
             assert_eq!(read.missing, a.ram_pages - a.pages_in_file, "{what}: {}", read.raw);
@@ -200,7 +220,8 @@ fn kdump_tools_pipeline_with_vmdump_installed_as_makedumpfile() {
 fn reference_dump_at(fixture: &Fixture, dir: &Path, level: u8) -> PathBuf {
     let out = dir.join(format!("makedumpfile-d{level}.kdump"));
     let level = level.to_string();
-    let result = makedumpfile(&["-l".as_ref(), "-d".as_ref(), level.as_ref(), fixture.elf.as_ref(), out.as_ref()]);
+    let result =
+        makedumpfile(&["-l".as_ref(), "-d".as_ref(), level.as_ref(), fixture.elf.as_ref(), out.as_ref()]);
     assert!(result.status.success(), "makedumpfile: {}", String::from_utf8_lossy(&result.stderr));
     out
 }
@@ -219,9 +240,23 @@ fn dump_dmesg_through_vmdump_as_makedumpfile_from_the_elf_and_from_our_dump() {
         let expected = std::fs::read(fixture.expected_file("dmesg.txt")).unwrap();
         for (from, input) in [("ELF", &fixture.elf), ("dump", &ours)] {
             let log = dir.join(format!("{from}.txt"));
-            let result = Command::new(bin.join("makedumpfile")).arg("--dump-dmesg").arg(input).arg(&log).output().unwrap();
-            assert!(result.status.success(), "{} {from}: {}", fixture.name, String::from_utf8_lossy(&result.stderr));
-            assert!(std::fs::read(&log).unwrap() == expected, "{} from the {from}: log differs", fixture.name);
+            let result = Command::new(bin.join("makedumpfile"))
+                .arg("--dump-dmesg")
+                .arg(input)
+                .arg(&log)
+                .output()
+                .unwrap();
+            assert!(
+                result.status.success(),
+                "{} {from}: {}",
+                fixture.name,
+                String::from_utf8_lossy(&result.stderr)
+            );
+            assert!(
+                std::fs::read(&log).unwrap() == expected,
+                "{} from the {from}: log differs",
+                fixture.name
+            );
         }
     }
 }

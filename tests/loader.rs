@@ -229,11 +229,15 @@ fn the_example_filter_plugins_pass_the_kit_through_dlopen() {
     use vmdump_sdk::testing::{PageCase, check_filter};
     let ranges = load_filter(&built_plugin("libvmdump_filter_pfn_ranges.so")).unwrap();
     let cases = [(PageCase::at(0x15), Verdict::Exclude), (PageCase::at(0x30), Verdict::Keep)];
-    check_filter(ranges.plugin, &Params::new([("ranges", "0x10-0x20")]), &cases).unwrap_or_else(|e| panic!("{e}"));
+    check_filter(ranges.plugin, &Params::new([("ranges", "0x10-0x20")]), &cases)
+        .unwrap_or_else(|e| panic!("{e}"));
     let pattern = load_filter(&built_plugin("libvmdump_filter_pattern.so")).unwrap();
     let poison = PageCase::at(7).with_data(vec![0x6b; 4096]);
     let text = PageCase::at(8).with_data(corpus()[3].bytes.clone());
     let cases = [(poison, Verdict::Exclude), (text, Verdict::Keep)];
     check_filter(pattern.plugin, &Params::default(), &cases).unwrap_or_else(|e| panic!("{e}"));
-    assert!(matches!(load_compressor(&built_plugin("libvmdump_filter_pattern.so")), Err(LoadError::NotAPlugin { .. })));
+    assert!(matches!(
+        load_compressor(&built_plugin("libvmdump_filter_pattern.so")),
+        Err(LoadError::NotAPlugin { .. })
+    ));
 }

@@ -118,7 +118,12 @@ impl Codec {
                 None
             }
         };
-        PageEncoder { codec: Some(self), ctx, dst: vec![0; self.output_capacity()], stats: EncodeStats::default() }
+        PageEncoder {
+            codec: Some(self),
+            ctx,
+            dst: vec![0; self.output_capacity()],
+            stats: EncodeStats::default(),
+        }
     }
 
     /// Size of each worker's output buffer: the plugin's bound, and at least

@@ -104,7 +104,12 @@ mod tests {
         for seed in 1..20 {
             assert!(looks_incompressible(&random_page(seed)), "seed {seed}");
         }
-        let text: Vec<u8> = b"the quick brown fox jumps over the lazy dog 0123456789 ".iter().copied().cycle().take(4096).collect();
+        let text: Vec<u8> = b"the quick brown fox jumps over the lazy dog 0123456789 "
+            .iter()
+            .copied()
+            .cycle()
+            .take(4096)
+            .collect();
         let mut half = random_page(5);
         half[2048..].fill(0);
         let mut ascending = vec![0u8; 4096];

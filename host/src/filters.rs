@@ -69,7 +69,10 @@ impl FilterSet {
     ///
     /// # Errors
     /// [`FilterError`] for the first filter that cannot be used.
-    pub fn new(filters: &[(&LoadedFilter, Params)], host: &Arc<dyn HostServices>) -> Result<Self, FilterError> {
+    pub fn new(
+        filters: &[(&LoadedFilter, Params)],
+        host: &Arc<dyn HostServices>,
+    ) -> Result<Self, FilterError> {
         let mut set = Self::default();
         for (loaded, params) in filters {
             let name = loaded.info.name.clone();
@@ -82,7 +85,8 @@ impl FilterSet {
                 cause,
             })?;
             let filter = PluginFilter { name, module, health: Health::default() };
-            let stage = if loaded.info.needs.contains(Needs::PAGE) { &mut set.content } else { &mut set.metadata };
+            let stage =
+                if loaded.info.needs.contains(Needs::PAGE) { &mut set.content } else { &mut set.metadata };
             stage.push(filter);
         }
         Ok(set)
@@ -111,17 +115,23 @@ impl<'f> FilterStage<'f> {
     /// Contexts for `filters` on this thread; a filter whose context cannot
     /// be created is disabled.
     pub fn new(filters: &'f [PluginFilter]) -> Self {
-        let contexts = filters
-            .iter()
-            .map(|f| f.module.new_context().map_err(|e| f.health.fail(e)).ok())
-            .collect();
+        let contexts =
+            filters.iter().map(|f| f.module.new_context().map_err(|e| f.health.fail(e)).ok()).collect();
         Self { filters, contexts, excluded: vec![0; filters.len()] }
     }
 
     /// Whether any filter excludes the page (the first that does counts it).
-    pub fn excludes(&mut self, pfn: u64, paddr: u64, data: Option<&[u8]>, struct_page: Option<&[u8]>) -> bool {
+    pub fn excludes(
+        &mut self,
+        pfn: u64,
+        paddr: u64,
+        data: Option<&[u8]>,
+        struct_page: Option<&[u8]>,
+    ) -> bool {
         for (i, filter) in self.filters.iter().enumerate() {
-            let Some(ctx) = self.contexts[i].as_mut().filter(|_| !filter.health.is_disabled()) else { continue };
+            let Some(ctx) = self.contexts[i].as_mut().filter(|_| !filter.health.is_disabled()) else {
+                continue;
+            };
             match ctx.classify(pfn, paddr, data, struct_page) {
                 Ok(Verdict::Exclude) => {
                     self.excluded[i] += 1;
@@ -164,7 +174,12 @@ pub struct PluginRanges<'f, I> {
 impl<'f, I> PluginRanges<'f, I> {
     /// `inner` filtered by `filters` (no filtering when empty), which read
     /// their struct pages from `struct_pages`.
-    pub fn new(inner: I, filters: &'f [PluginFilter], page_size: u64, struct_pages: Option<StructPages<'f, 'f>>) -> Self {
+    pub fn new(
+        inner: I,
+        filters: &'f [PluginFilter],
+        page_size: u64,
+        struct_pages: Option<StructPages<'f, 'f>>,
+    ) -> Self {
         let stage = (!filters.is_empty()).then(|| FilterStage::new(filters));
         Self { inner, stage, struct_pages, pending: 0..0, page_size, skipped: 0 }
     }

@@ -179,8 +179,8 @@ impl Profile {
     /// # Errors
     /// [`ProfileError`] naming the file and the problem.
     pub fn load(path: &Path) -> Result<Self, ProfileError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|cause| ProfileError::Read { path: path.into(), cause })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|cause| ProfileError::Read { path: path.into(), cause })?;
         Self::parse(&text, path)
     }
 

@@ -14,10 +14,7 @@ fn main() {
     let include = manifest.join("../../sdk/include");
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo"));
     println!("cargo:rerun-if-changed={}", source.display());
-    println!(
-        "cargo:rerun-if-changed={}",
-        include.join("vmdump_plugin.h").display()
-    );
+    println!("cargo:rerun-if-changed={}", include.join("vmdump_plugin.h").display());
     println!("cargo:rerun-if-env-changed=CC");
 
     // $CC may carry arguments ("ccache gcc").
@@ -27,18 +24,14 @@ fn main() {
     let built = out_dir.join(SO_NAME);
     let status = Command::new(program)
         .args(words)
-        .args([
-            "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-std=c11",
-        ])
+        .args(["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-std=c11"])
         .arg("-I")
         .arg(&include)
         .arg(&source)
         .args(["-lz", "-o"])
         .arg(&built)
         .status()
-        .unwrap_or_else(|e| {
-            panic!("cannot run the C compiler `{cc}` (set CC to choose another): {e}")
-        });
+        .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}` (set CC to choose another): {e}"));
     if !status.success() {
         panic!(
             "`{cc}` failed to build {SO_NAME} from {} ({status}); zlib1g-dev provides zlib.h",
@@ -48,10 +41,7 @@ fn main() {
 
     // OUT_DIR is target/<profile>/build/<pkg>-<hash>/out: the profile dir,
     // where the host binary and the Rust plugins' .so files land, is three up.
-    let profile_dir = out_dir
-        .ancestors()
-        .nth(3)
-        .expect("OUT_DIR is target/<profile>/build/<pkg>/out");
+    let profile_dir = out_dir.ancestors().nth(3).expect("OUT_DIR is target/<profile>/build/<pkg>/out");
     install(&built, &profile_dir.join(SO_NAME));
 }
 

@@ -27,8 +27,13 @@ fn main() {
     });
     let pages = kernel_like_pages(PAGES, 7);
     let mib = (PAGES * PAGE_SIZE) as f64 / (1 << 20) as f64;
-    println!("{PAGES} non-zero kernel-like pages ({mib:.0} MiB), {ROUNDS} alternating rounds, fastest run of each");
-    println!("{:<8} {:>12} {:>12} {:>9} {:>12}", "plugin", "direct MiB/s", "ABI MiB/s", "ABI cost", "out bytes");
+    println!(
+        "{PAGES} non-zero kernel-like pages ({mib:.0} MiB), {ROUNDS} alternating rounds, fastest run of each"
+    );
+    println!(
+        "{:<8} {:>12} {:>12} {:>9} {:>12}",
+        "plugin", "direct MiB/s", "ABI MiB/s", "ABI cost", "out bytes"
+    );
     let bench = Bench { dir: &dir, pages: &pages, mib };
 
     let mut deflate = Compress::new(Compression::new(1), true);
@@ -39,14 +44,17 @@ fn main() {
     });
     let mut zstd = zstd::bulk::Compressor::new(1).expect("zstd context");
     zstd.include_contentsize(true).expect("zstd parameter");
-    bench.run("zstd", "libvmdump_compress_zstd.so", |src, dst| zstd.compress_to_buffer(src, dst).expect("zstd"));
+    bench.run("zstd", "libvmdump_compress_zstd.so", |src, dst| {
+        zstd.compress_to_buffer(src, dst).expect("zstd")
+    });
     bench.run("lzo", "libvmdump_compress_lzo.so", |src, dst| {
         let out = lzo1x::compress(src, lzo1x::CompressLevel::new(3));
         dst[..out.len()].copy_from_slice(&out);
         out.len()
     });
     let mut snappy = snap::raw::Encoder::new();
-    bench.run("snappy", "libvmdump_compress_snappy.so", |src, dst| snappy.compress(src, dst).expect("snappy"));
+    bench
+        .run("snappy", "libvmdump_compress_snappy.so", |src, dst| snappy.compress(src, dst).expect("snappy"));
     let mut system = system_zlib::Deflate::new(1);
     bench.run("c-zlib", "libvmdump_c_zlib.so", |src, dst| system.compress(src, dst));
 }

@@ -35,7 +35,9 @@ fn vmcore(name: &str) -> Option<File> {
         return None;
     };
     let path = Path::new(&dir).join(name);
-    Some(File::open(&path).unwrap_or_else(|e| panic!("VMDUMP_FIXTURE_DIR is set but {}: {e}", path.display())))
+    Some(
+        File::open(&path).unwrap_or_else(|e| panic!("VMDUMP_FIXTURE_DIR is set but {}: {e}", path.display())),
+    )
 }
 
 /// makedumpfile's `-d 1` report: (Original pages, Memory Hole, Total pages, zero pages).

@@ -13,7 +13,8 @@ use super::dump::DumpArgs;
 
 /// Options that need a vmlinux or debug information: vmdump works from
 /// VMCOREINFO alone.
-const NEED_VMLINUX: [&str; 8] = ["-x", "-i", "-g", "--config", "--eppic", "--vtop", "--mem-usage", "--extension"];
+const NEED_VMLINUX: [&str; 8] =
+    ["-x", "-i", "-g", "--config", "--eppic", "--vtop", "--mem-usage", "--extension"];
 /// Options whose job vmdump does differently, with the reason.
 const REFUSED: [(&str, &str); 9] = [
     ("-E", "ELF output is not implemented yet; use the kdump-compressed format"),
@@ -44,8 +45,10 @@ pub enum Request {
 
 /// Options with a value.
 fn takes_value(option: &str) -> bool {
-    matches!(option, "-d" | "-L" | "-R" | "--num-threads" | "--message-level" | "-b" | "--cyclic-buffer" | "--work-dir")
-        || NEED_VMLINUX[..3].contains(&option)
+    matches!(
+        option,
+        "-d" | "-L" | "-R" | "--num-threads" | "--message-level" | "-b" | "--cyclic-buffer" | "--work-dir"
+    ) || NEED_VMLINUX[..3].contains(&option)
 }
 
 /// Splits arguments getopt-style: `-cd31` is `-c -d 31`, `--opt=v` is `--opt v`.
@@ -59,7 +62,9 @@ fn tokens(args: &[String]) -> anyhow::Result<Vec<(String, Option<String>)>> {
                 None => (arg.clone(), None),
             };
             let value = match value {
-                None if takes_value(&name) => Some(rest.next().context(format!("{name} needs a value"))?.clone()),
+                None if takes_value(&name) => {
+                    Some(rest.next().context(format!("{name} needs a value"))?.clone())
+                }
                 v => v,
             };
             out.push((name, value));
@@ -69,7 +74,11 @@ fn tokens(args: &[String]) -> anyhow::Result<Vec<(String, Option<String>)>> {
                 let name = format!("-{c}");
                 if takes_value(&name) {
                     let attached: String = chars[i + 1..].iter().collect();
-                    let value = if attached.is_empty() { rest.next().context(format!("{name} needs a value"))?.clone() } else { attached };
+                    let value = if attached.is_empty() {
+                        rest.next().context(format!("{name} needs a value"))?.clone()
+                    } else {
+                        attached
+                    };
                     out.push((name, Some(value)));
                     break;
                 }
@@ -87,8 +96,12 @@ fn tokens(args: &[String]) -> anyhow::Result<Vec<(String, Option<String>)>> {
 /// # Errors
 /// An unknown or refused option, with the reason, or missing files.
 pub fn parse(args: &[String]) -> anyhow::Result<Request> {
-    let mut dump =
-        DumpArgs { compress: Some("none".into()), dump_level: Some(0), message_level: Some(7), ..DumpArgs::default() };
+    let mut dump = DumpArgs {
+        compress: Some("none".into()),
+        dump_level: Some(0),
+        message_level: Some(7),
+        ..DumpArgs::default()
+    };
     let (mut files, mut rearrange, mut flattened, mut dmesg) = (Vec::new(), None, false, false);
     for (name, value) in tokens(args)? {
         match name.as_str() {
@@ -101,11 +114,18 @@ pub fn parse(args: &[String]) -> anyhow::Result<Request> {
             "-F" => flattened = true,
             "-f" => dump.force = true,
             "-R" => rearrange = value.map(PathBuf::from),
-            "-L" => dump.limit = Some(super::synth::parse_size(&value.unwrap_or_default()).map_err(anyhow::Error::msg)?),
-            "--num-threads" => dump.threads = Some(value.unwrap_or_default().parse().context("--num-threads")?),
+            "-L" => {
+                dump.limit =
+                    Some(super::synth::parse_size(&value.unwrap_or_default()).map_err(anyhow::Error::msg)?)
+            }
+            "--num-threads" => {
+                dump.threads = Some(value.unwrap_or_default().parse().context("--num-threads")?)
+            }
             "--non-mmap" => dump.no_mmap = true,
             "--dump-dmesg" => dmesg = true,
-            "--message-level" => dump.message_level = Some(value.unwrap_or_default().parse().context("--message-level")?),
+            "--message-level" => {
+                dump.message_level = Some(value.unwrap_or_default().parse().context("--message-level")?)
+            }
             "-D" => dump.message_level = Some(31), // debug: every message
             "-v" => return Ok(Request::Version),
             "-h" | "--help" => return Ok(Request::Help),
@@ -122,7 +142,9 @@ pub fn parse(args: &[String]) -> anyhow::Result<Request> {
     match (flattened, files.as_slice()) {
         (true, [input]) => (dump.input, dump.output) = (input.clone(), PathBuf::from("-")),
         (false, [input, output]) => (dump.input, dump.output) = (input.clone(), output.clone()),
-        _ => bail!("usage: makedumpfile [-c|-l|-p|-z] [-d LEVEL] [-F] VMCORE [DUMPFILE] (see makedumpfile -h)"),
+        _ => {
+            bail!("usage: makedumpfile [-c|-l|-p|-z] [-d LEVEL] [-F] VMCORE [DUMPFILE] (see makedumpfile -h)")
+        }
     }
     Ok(Request::Dump(Box::new(dump)))
 }
@@ -152,9 +174,11 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
     match parse(args)? {
         Request::Dump(dump) => super::dump::run(&dump, plugin_dirs),
         Request::Rearrange(out) => {
-            let mut file = std::fs::File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
+            let mut file =
+                std::fs::File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
             let mut input = std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock());
-            vmdump_format::flat::rearrange(&mut input, &mut file).context("rearranging the flattened stream")?;
+            vmdump_format::flat::rearrange(&mut input, &mut file)
+                .context("rearranging the flattened stream")?;
             Ok(Outcome::Success)
         }
         Request::Dmesg(input, log) => {
@@ -163,11 +187,16 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
             Ok(Outcome::Success)
         }
         Request::Version => {
-            println!("makedumpfile: vmdump {} (makedumpfile-compatible command line)", env!("CARGO_PKG_VERSION"));
+            println!(
+                "makedumpfile: vmdump {} (makedumpfile-compatible command line)",
+                env!("CARGO_PKG_VERSION")
+            );
             Ok(Outcome::Success)
         }
         Request::Help => {
-            println!("usage: makedumpfile [-c|-l|-p|-z] [-d LEVEL] [-F] [-f] [-L SIZE] [--num-threads N] VMCORE [DUMPFILE]");
+            println!(
+                "usage: makedumpfile [-c|-l|-p|-z] [-d LEVEL] [-F] [-f] [-L SIZE] [--num-threads N] VMCORE [DUMPFILE]"
+            );
             println!("       makedumpfile -R DUMPFILE < FLATTENED");
             println!("vmdump's makedumpfile mode: the options above, with makedumpfile's meaning.");
             Ok(Outcome::Success)
@@ -186,14 +215,21 @@ mod tests {
     #[test]
     fn kdump_tools_and_kexec_tools_command_lines_parse() {
         let Request::Dump(d) = parse(&args("-F -c -d 31 /proc/vmcore")).unwrap() else { panic!() };
-        assert_eq!((d.compress.as_deref(), d.dump_level, d.output.to_str()), (Some("zlib:2"), Some(31), Some("-")));
-        let Request::Dump(d) = parse(&args("-l --message-level 7 -d 31 /proc/vmcore /var/crash/dump")).unwrap() else {
+        assert_eq!(
+            (d.compress.as_deref(), d.dump_level, d.output.to_str()),
+            (Some("zlib:2"), Some(31), Some("-"))
+        );
+        let Request::Dump(d) =
+            parse(&args("-l --message-level 7 -d 31 /proc/vmcore /var/crash/dump")).unwrap()
+        else {
             panic!()
         };
         assert_eq!((d.compress.as_deref(), d.dump_level), (Some("lzo"), Some(31)));
         let Request::Dump(d) = parse(&args("-cd31 in out")).unwrap() else { panic!() };
         assert_eq!((d.compress.as_deref(), d.dump_level), (Some("zlib:2"), Some(31)));
-        assert!(matches!(parse(&args("-R out")).unwrap(), Request::Rearrange(p) if p.to_str() == Some("out")));
+        assert!(
+            matches!(parse(&args("-R out")).unwrap(), Request::Rearrange(p) if p.to_str() == Some("out"))
+        );
     }
 
     fn dump_args(text: &str) -> DumpArgs {

@@ -13,14 +13,17 @@ use vmdump_sdk::LogLevel;
 use vmdump_sdk::client::HostServices;
 
 use super::Outcome;
-use crate::codec::Codec;
 use crate::classify::PageClassifier;
-use crate::dump::{DL_EXCLUDE_ZERO, DumpConfig, DumpReport, KernelView, MetadataFilter, StructPageFilter, dump};
+use crate::codec::Codec;
+use crate::dump::{
+    DL_EXCLUDE_ZERO, DumpConfig, DumpReport, KernelView, MetadataFilter, StructPageFilter, dump,
+};
+use crate::filters::FilterSet;
 use crate::input::{ReadMode, Vmcore};
 use crate::output::sink::{FileSink, FlattenedSink, Sink};
-use crate::filters::FilterSet;
 use crate::plugin::{LoadError, Registry, SearchPath};
 use crate::profile::{OutputFormat, Profile};
+use crate::progress::ProgressStyle;
 
 /// Options of `vmdump dump`; each overrides the profile.
 #[derive(Debug, Default, clap::Args)]
@@ -194,7 +197,11 @@ fn config(profile: &Profile) -> DumpConfig {
 /// The struct page filter the dump level needs, and the level to dump at.
 /// Without the VMCOREINFO keys some bits need, stops before anything is
 /// written, unless `allow_lower`: then the bits that can be honoured.
-fn page_filter(vmcore: &Vmcore, level: u8, allow_lower: bool) -> anyhow::Result<(Option<StructPageFilter<'_>>, u8)> {
+fn page_filter(
+    vmcore: &Vmcore,
+    level: u8,
+    allow_lower: bool,
+) -> anyhow::Result<(Option<StructPageFilter<'_>>, u8)> {
     if level & !DL_EXCLUDE_ZERO == 0 {
         return Ok((None, level));
     }
@@ -249,6 +256,17 @@ fn write_dump(
     })
 }
 
+/// A bar for vmdump's own command line; makedumpfile's line when its message
+/// level has the progress bit.
+fn progress_style(args: &DumpArgs) -> ProgressStyle {
+    match args.message_level {
+        _ if args.no_progress => ProgressStyle::Off,
+        None => ProgressStyle::Bar,
+        Some(level) if level & 1 != 0 => ProgressStyle::Makedumpfile,
+        Some(_) => ProgressStyle::Off,
+    }
+}
+
 /// Prints the report: vmdump's own lines, or in makedumpfile mode what its
 /// message level asks for (bit 16 the report, bit 2 the closing messages).
 fn print_outcome(args: &DumpArgs, report: &DumpReport) -> std::io::Result<()> {
@@ -260,12 +278,18 @@ fn print_outcome(args: &DumpArgs, report: &DumpReport) -> std::io::Result<()> {
         write!(err, "{}", report.makedumpfile_text())?;
     }
     if level & 2 != 0 {
+        // Common messages: stdout, or stderr when the dump is on stdout (§7.2).
+        let mut out: Box<dyn Write> = if args.output == Path::new("-") {
+            Box::new(std::io::stderr())
+        } else {
+            Box::new(std::io::stdout())
+        };
         match &report.incomplete {
-            Some(_) => writeln!(err, "\nThis is an incomplete dumpfile, but might analyzable.\n")?,
-            None if args.output == Path::new("-") => writeln!(err, "\nThe dumpfile is saved to STDOUT.\n")?,
-            None => writeln!(err, "\nThe dumpfile is saved to {}.\n", args.output.display())?,
+            Some(_) => writeln!(out, "\nThis is an incomplete dumpfile, but might analyzable.\n")?,
+            None if args.output == Path::new("-") => writeln!(out, "\nThe dumpfile is saved to STDOUT.\n")?,
+            None => writeln!(out, "\nThe dumpfile is saved to {}.\n", args.output.display())?,
         }
-        writeln!(err, "makedumpfile Completed.")?;
+        writeln!(out, "makedumpfile Completed.")?;
     }
     if level & 4 != 0 && (report.is_degraded() || report.incomplete.is_some()) {
         write!(err, "{}", report.vmdump_text())?;
@@ -298,7 +322,7 @@ pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
     crate::dump::check_level(level, filter.is_some())?;
     let (codec, plugins) = open_plugins(&profile, plugin_dirs, &vmcore)?;
     let mut config = config(&profile);
-    (config.progress, config.dump_level) = (!args.no_progress && args.message_level.is_none_or(|l| l & 1 != 0), level);
+    (config.progress, config.dump_level) = (progress_style(args), level);
     // Only a plain file can be flagged incomplete (§2.1: never a stream).
     config.close_incomplete = args.output != Path::new("-") && profile.dump.format == OutputFormat::Kdump;
     let filter = filter.as_ref().map(|f| f as &dyn MetadataFilter);

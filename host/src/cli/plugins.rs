@@ -23,7 +23,12 @@ pub fn run(plugin_dirs: &[PathBuf], out: &mut impl Write) -> anyhow::Result<()> 
     writeln!(out, "\nfilters:\n{:<12} {:<10} {:<5} {:<12} PATH", "NAME", "VERSION", "ABI", "NEEDS")?;
     for f in &registry.filters {
         let (name, version, path) = (&f.info.name, &f.info.version, f.path.display());
-        writeln!(out, "{name:<12} {version:<10} {:<5} {:<12} {path}", abi(f.info.abi), needs_text(f.info.needs))?;
+        writeln!(
+            out,
+            "{name:<12} {version:<10} {:<5} {:<12} {path}",
+            abi(f.info.abi),
+            needs_text(f.info.needs)
+        )?;
     }
     if !registry.skipped.is_empty() {
         writeln!(out, "\nskipped:")?;

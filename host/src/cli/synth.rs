@@ -69,7 +69,8 @@ pub fn run(args: &SynthArgs) -> anyhow::Result<()> {
         }),
         ..SynthSpec::default()
     };
-    let summary = synth::write(&spec, &args.output).with_context(|| format!("writing {}", args.output.display()))?;
+    let summary =
+        synth::write(&spec, &args.output).with_context(|| format!("writing {}", args.output.display()))?;
     println!(
         "{}: {} RAM pages ({} zero, {} data), max pfn {:#x}, {} bytes (sparse)",
         args.output.display(),

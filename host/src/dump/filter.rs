@@ -63,7 +63,14 @@ impl<'a> DumpableRanges<'a> {
     /// The ranges of `phys` that `cursor` keeps.
     pub fn new(phys: &'a PhysMap, cursor: Box<dyn WindowFilter + 'a>) -> Self {
         let start = phys.runs().first().map_or(0, |r| r.start_pfn);
-        Self { phys, cursor, excluded: Vec::new(), window: 0..0, next_pfn: start, counts: ClassCounts::default() }
+        Self {
+            phys,
+            cursor,
+            excluded: Vec::new(),
+            window: 0..0,
+            next_pfn: start,
+            counts: ClassCounts::default(),
+        }
     }
 
     /// What the filter excluded so far.

@@ -8,8 +8,8 @@
 
 mod filter;
 mod report;
-mod struct_pages;
 mod slot;
+mod struct_pages;
 mod writer;
 
 use vmdump_format::FormatError;
@@ -17,8 +17,8 @@ use vmdump_format::kdump::Layout;
 
 pub use filter::{DumpableRanges, MetadataFilter, WINDOW_PFNS, WindowFilter, bit};
 pub use report::DumpReport;
-pub use struct_pages::{KernelView, StructPageFilter, StructPages};
 pub use slot::{PageRecord, Slot, Worker, is_zero_page};
+pub use struct_pages::{KernelView, StructPageFilter, StructPages};
 use writer::{KdumpWriter, Preamble, write_ram_bitmap};
 
 use crate::classify::ClassCounts;
@@ -26,7 +26,7 @@ use crate::codec::{Codec, EncodeStats, PageEncoder};
 use crate::filters::{FilterSet, FilterStage, PluginRanges, add_counts};
 use crate::input::{BatchReader, ReadError, ReadMode, Vmcore};
 use crate::output::sink::{Sink, SinkError};
-use crate::progress::Progress;
+use crate::progress::{Progress, ProgressStyle};
 
 /// Dump level bit 1: exclude zero pages.
 pub const DL_EXCLUDE_ZERO: u8 = 1;
@@ -42,8 +42,8 @@ pub struct DumpConfig {
     pub read_mode: ReadMode,
     /// Pages per batch.
     pub batch_pages: usize,
-    /// Show a progress bar.
-    pub progress: bool,
+    /// How to show progress.
+    pub progress: ProgressStyle,
     /// When the disk fills or the size limit is reached, close the file as
     /// an incomplete dump (status flag, readable up to where it stopped)
     /// instead of failing; only for outputs that can be rewritten.
@@ -57,7 +57,7 @@ impl Default for DumpConfig {
             threads: 1,
             read_mode: ReadMode::Mmap { window_bytes: 4 << 20 },
             batch_pages: 256,
-            progress: false,
+            progress: ProgressStyle::Off,
             close_incomplete: false,
         }
     }
@@ -123,7 +123,11 @@ pub fn check_level(level: u8, have_filter: bool) -> Result<(), DumpError> {
     Ok(())
 }
 
-fn preamble_header(vmcore: &Vmcore, layout: &Layout, codec: Option<&Codec>) -> vmdump_format::kdump::DiskDumpHeader {
+fn preamble_header(
+    vmcore: &Vmcore,
+    layout: &Layout,
+    codec: Option<&Codec>,
+) -> vmdump_format::kdump::DiskDumpHeader {
     let status = codec.map_or(0, |c| c.format().code());
     let mut header = layout.disk_dump_header(status, vmcore.elf().notes.nr_cpus);
     if let Some(info) = vmcore.vmcoreinfo() {
@@ -149,7 +153,8 @@ pub fn dump(
 ) -> Result<DumpReport, DumpError> {
     check_level(config.dump_level, filter.is_some())?;
     let phys = vmcore.phys();
-    let page_size = u32::try_from(vmcore.page_size()).map_err(|_| DumpError::Unsupported("page size".into()))?;
+    let page_size =
+        u32::try_from(vmcore.page_size()).map_err(|_| DumpError::Unsupported("page size".into()))?;
     let notes = &vmcore.elf().notes;
     let mut excluded = ClassCounts::default();
     let bitmaps = Layout::from_notes(phys.max_pfn(), page_size, notes, 0)?;

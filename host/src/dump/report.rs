@@ -85,7 +85,11 @@ impl DumpReport {
         }
         let _ = writeln!(t, "  Remaining pages  : {}", hex(original - excluded));
         if original != 0 {
-            let _ = writeln!(t, "  (The number of pages is reduced to {}%.)", (original - excluded) * 100 / original);
+            let _ = writeln!(
+                t,
+                "  (The number of pages is reduced to {}%.)",
+                (original - excluded) * 100 / original
+            );
         }
         let _ = writeln!(t, "Memory Hole     : {}", hex(self.max_mapnr - original));
         let _ = writeln!(t, "--------------------------------------------------");
@@ -109,10 +113,14 @@ impl DumpReport {
             let _ = writeln!(t, "Filter          : {name}: {pages} pages excluded");
         }
         for (name, why) in &self.filter_failures {
-            let _ = writeln!(t, "WARNING: filter {name} failed ({why}); it was disabled and its pages kept. The dump is complete.");
+            let _ = writeln!(
+                t,
+                "WARNING: filter {name} failed ({why}); it was disabled and its pages kept. The dump is complete."
+            );
         }
         if let Some(seconds) = self.classify_seconds {
-            let _ = writeln!(t, "Classification  : {:.3} s (struct pages of {} pfns)", seconds, self.max_mapnr);
+            let _ =
+                writeln!(t, "Classification  : {:.3} s (struct pages of {} pfns)", seconds, self.max_mapnr);
         }
         if let Some(why) = &self.mmap_fallback {
             let _ = writeln!(t, "Input           : mmap failed ({why}); read with pread instead");

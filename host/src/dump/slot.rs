@@ -55,7 +55,12 @@ pub struct Worker<'c> {
 impl<'c> Worker<'c> {
     /// A worker encoding with `encoder`; zero pages are excluded when
     /// `exclude_zero` (dump level bit 1), then what the content `filters` say.
-    pub fn new(encoder: PageEncoder<'c>, exclude_zero: bool, filters: FilterStage<'c>, page_size: u64) -> Self {
+    pub fn new(
+        encoder: PageEncoder<'c>,
+        exclude_zero: bool,
+        filters: FilterStage<'c>,
+        page_size: u64,
+    ) -> Self {
         Self { encoder, exclude_zero, filters, page_size, zero_pages: 0 }
     }
 

@@ -34,8 +34,9 @@ impl<'v> KernelView<'v> {
         })?;
         let memory = KernelMemory::open(vmcore, info, &vmcore.elf().loads)
             .map_err(|e| DumpError::Unsupported(format!("{why}: reading the kernel's memory: {e}")))?;
-        let sections = SectionTable::read(&memory, info, vmcore.phys().max_pfn())
-            .map_err(|e| DumpError::Unsupported(format!("{why}: reading the kernel's memory sections: {e}")))?;
+        let sections = SectionTable::read(&memory, info, vmcore.phys().max_pfn()).map_err(|e| {
+            DumpError::Unsupported(format!("{why}: reading the kernel's memory sections: {e}"))
+        })?;
         Ok(Self { memory, sections, info })
     }
 

@@ -12,13 +12,15 @@
 //! disk. Every write is positioned, so the same sequence feeds a plain file
 //! or the flattened stream.
 
-use vmdump_format::kdump::{DUMP_DH_COMPRESSED_INCOMPLETE, DiskDumpHeader, Layout, PAGE_DESC_SIZE, PageDesc, SubHeader};
+use vmdump_format::kdump::{
+    DUMP_DH_COMPRESSED_INCOMPLETE, DiskDumpHeader, Layout, PAGE_DESC_SIZE, PageDesc, SubHeader,
+};
 use vmdump_format::phys::PhysMap;
 
 use super::DumpError;
 use super::filter::{WINDOW_PFNS, WindowFilter};
-use crate::classify::ClassCounts;
 use super::slot::{PageRecord, Slot};
+use crate::classify::ClassCounts;
 use crate::output::sink::{Sink, SinkError};
 
 /// Bytes of the descriptor cache: small, so that when the disk fills, few
@@ -217,7 +219,12 @@ impl<'s> KdumpWriter<'s> {
                 },
                 PageRecord::Stored { len, format } => {
                     offset += u64::from(len);
-                    PageDesc { offset: offset - u64::from(len), size: len, flags: format.map_or(0, |f| f.code()), page_flags: 0 }
+                    PageDesc {
+                        offset: offset - u64::from(len),
+                        size: len,
+                        flags: format.map_or(0, |f| f.code()),
+                        page_flags: 0,
+                    }
                 }
             };
             self.descs.extend_from_slice(&desc.encode());

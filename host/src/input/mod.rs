@@ -141,7 +141,11 @@ impl PhysRead for Vmcore {
         let (ps, len) = (self.page_size, buf.len() as u64);
         let at = paddr % ps;
         if at + len > ps {
-            return Err(XlatError::PhysRead { paddr, len: buf.len(), cause: "the read crosses a page".into() });
+            return Err(XlatError::PhysRead {
+                paddr,
+                len: buf.len(),
+                cause: "the read crosses a page".into(),
+            });
         }
         let loc = self.phys.locate(paddr / ps).ok_or(XlatError::NotInDump { paddr })?;
         buf.fill(0);

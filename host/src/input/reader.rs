@@ -169,7 +169,13 @@ where
     }
 
     /// Puts up to `limit` pages from `pfn` into `batch`; returns how many.
-    fn fill_from(&mut self, run: &PageRun, pfn: u64, limit: u64, batch: &mut PageBatch) -> Result<u64, ReadError> {
+    fn fill_from(
+        &mut self,
+        run: &PageRun,
+        pfn: u64,
+        limit: u64,
+        batch: &mut PageBatch,
+    ) -> Result<u64, ReadError> {
         let ps = self.vmcore.page_size() as usize;
         let whole = self.whole_pages(run, pfn, limit);
         if whole == 0 {
@@ -187,7 +193,13 @@ where
 
     /// Points `batch` at up to `count` pages from file `offset`, through a
     /// window when mmap works, else by pread. Returns the pages taken.
-    fn map_or_read(&mut self, batch: &mut PageBatch, pfn: u64, count: usize, offset: u64) -> Result<usize, ReadError> {
+    fn map_or_read(
+        &mut self,
+        batch: &mut PageBatch,
+        pfn: u64,
+        count: usize,
+        offset: u64,
+    ) -> Result<usize, ReadError> {
         let ps = self.vmcore.page_size() as usize;
         if let Some((window, start, pages)) = self.window_for(offset, count * ps) {
             batch.reset(pfn, pages, ps);
@@ -209,7 +221,8 @@ where
     fn window_for(&mut self, offset: u64, len: usize) -> Option<(Arc<Window>, usize, usize)> {
         let ReadMode::Mmap { window_bytes } = self.mode else { return None };
         let ps = self.vmcore.page_size() as usize;
-        let covers = |w: &Window| offset >= w.offset() && offset + ps as u64 <= w.offset() + w.bytes().len() as u64;
+        let covers =
+            |w: &Window| offset >= w.offset() && offset + ps as u64 <= w.offset() + w.bytes().len() as u64;
         if !self.window.as_deref().is_some_and(covers) {
             let map_len = (window_bytes.max(len) as u64).min(self.vmcore.file_size() - offset) as usize;
             match Window::map(self.vmcore.file(), offset, map_len, self.populate) {

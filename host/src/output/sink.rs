@@ -147,7 +147,8 @@ impl<W: Write> FlattenedSink<W> {
     /// # Errors
     /// The write error of the header.
     pub fn new(out: W) -> Result<Self, SinkError> {
-        let writer = FlatWriter::new(CountingWriter { inner: out, count: 0 }).map_err(|e| io_error(0, 0, e, 0))?;
+        let writer =
+            FlatWriter::new(CountingWriter { inner: out, count: 0 }).map_err(|e| io_error(0, 0, e, 0))?;
         Ok(Self { out: Some(writer), total: 0 })
     }
 

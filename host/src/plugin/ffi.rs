@@ -8,7 +8,9 @@
 use std::path::Path;
 
 use libloading::Library;
-use vmdump_sdk::abi::{ABI_MAJOR, ABI_MINOR, COMPRESSOR_ENTRY_V1, CompressorEntryV1, FILTER_ENTRY_V1, FilterEntryV1};
+use vmdump_sdk::abi::{
+    ABI_MAJOR, ABI_MINOR, COMPRESSOR_ENTRY_V1, CompressorEntryV1, FILTER_ENTRY_V1, FilterEntryV1,
+};
 use vmdump_sdk::client::{CompressorPlugin, FilterPlugin};
 
 use super::LoadError;

@@ -56,7 +56,9 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
         AnyPlugin::Compressor(plugin) => {
             Loaded::Compressor(LoadedCompressor { path: path.to_owned(), info: plugin.info(), plugin })
         }
-        AnyPlugin::Filter(plugin) => Loaded::Filter(LoadedFilter { path: path.to_owned(), info: plugin.info(), plugin }),
+        AnyPlugin::Filter(plugin) => {
+            Loaded::Filter(LoadedFilter { path: path.to_owned(), info: plugin.info(), plugin })
+        }
     })
 }
 

@@ -35,12 +35,21 @@ pub fn open_dump(path: &Path) -> anyhow::Result<KdumpReader<File>> {
 /// The plain file of a flattened stream, in the temporary directory, removed
 /// from it at once (the open file stays readable).
 fn rearranged(path: &Path, stream: &mut File) -> anyhow::Result<File> {
-    let name = format!("vmdump-rearranged-{}-{}", std::process::id(), path.file_name().map_or("".into(), |n| n.to_string_lossy()));
+    let name = format!(
+        "vmdump-rearranged-{}-{}",
+        std::process::id(),
+        path.file_name().map_or("".into(), |n| n.to_string_lossy())
+    );
     let temp = std::env::temp_dir().join(name);
-    let mut plain = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&temp)
+    let mut plain = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&temp)
         .with_context(|| format!("cannot create {}", temp.display()))?;
     let _ = std::fs::remove_file(&temp);
     let mut input = std::io::BufReader::with_capacity(1 << 20, stream);
-    vmdump_format::flat::rearrange(&mut input, &mut plain).with_context(|| format!("{}: flattened stream", path.display()))?;
+    vmdump_format::flat::rearrange(&mut input, &mut plain)
+        .with_context(|| format!("{}: flattened stream", path.display()))?;
     Ok(plain)
 }

@@ -52,7 +52,11 @@ impl<R: ReadAt> PhysRead for DumpMemory<'_, R> {
         let ps = self.reader.block_size();
         let (pfn, at) = (paddr / ps, (paddr % ps) as usize);
         if at + buf.len() > ps as usize {
-            return Err(XlatError::PhysRead { paddr, len: buf.len(), cause: "the read crosses a page".into() });
+            return Err(XlatError::PhysRead {
+                paddr,
+                len: buf.len(),
+                cause: "the read crosses a page".into(),
+            });
         }
         let mut last = self.last.lock().map_err(|_| XlatError::NotInDump { paddr })?;
         if last.as_ref().is_none_or(|(p, _)| *p != pfn) {

@@ -36,8 +36,7 @@ impl CompressorFactory for Lzo {
     type Context = LzoContext;
     const NAME: &'static std::ffi::CStr = c"lzo";
     const FORMAT: KdumpFormat = KdumpFormat::Lzo;
-    const DESCRIPTION: &'static std::ffi::CStr =
-        c"raw LZO1X-1 block per page (lzo1x crate, GPL-2.0)";
+    const DESCRIPTION: &'static std::ffi::CStr = c"raw LZO1X-1 block per page (lzo1x crate, GPL-2.0)";
 
     fn init(params: &Params, _host: &Host) -> Result<Self, SdkError> {
         params.accept_only(&[])?;
@@ -58,10 +57,7 @@ impl Compressor for LzoContext {
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, SdkError> {
         let out = lzo1x::compress(src, LEVEL);
         if out.len() > dst.len() {
-            return Err(SdkError::DstTooSmall {
-                needed: out.len(),
-                available: dst.len(),
-            });
+            return Err(SdkError::DstTooSmall { needed: out.len(), available: dst.len() });
         }
         dst[..out.len()].copy_from_slice(&out);
         Ok(out.len())
@@ -92,31 +88,20 @@ mod tests {
     fn conformance() {
         let report = check_compressor(crate::vmdump_compressor(), &Params::default()).unwrap();
         assert!(report.independent_decoder);
-        eprintln!(
-            "lzo: {} bytes for {} pages",
-            report.compressed_bytes, report.pages
-        );
+        eprintln!("lzo: {} bytes for {} pages", report.compressed_bytes, report.pages);
     }
 
     #[test]
     fn any_parameter_is_refused_by_name() {
         let host = std::sync::Arc::new(vmdump_sdk::client::StderrHost);
-        let err = crate::vmdump_compressor()
-            .init(&Params::new([("level", "3")]), host)
-            .err()
-            .unwrap();
-        assert!(
-            err.message.contains("`level`") && err.message.contains("no parameters"),
-            "{err}"
-        );
+        let err = crate::vmdump_compressor().init(&Params::new([("level", "3")]), host).err().unwrap();
+        assert!(err.message.contains("`level`") && err.message.contains("no parameters"), "{err}");
     }
 
     #[test]
     fn output_is_lzo1x_level_3() {
         let host = std::sync::Arc::new(vmdump_sdk::client::StderrHost);
-        let module = crate::vmdump_compressor()
-            .init(&Params::default(), host)
-            .unwrap();
+        let module = crate::vmdump_compressor().init(&Params::default(), host).unwrap();
         let mut ctx = module.new_context().unwrap();
         let mut out = vec![0; module.bound(PAGE_SIZE)];
         for page in corpus() {

@@ -38,10 +38,7 @@ impl CompressorFactory for Snappy {
     }
 
     fn new_context(&self) -> Result<SnappyContext, SdkError> {
-        Ok(SnappyContext {
-            encoder: Encoder::new(),
-            decoder: Decoder::new(),
-        })
+        Ok(SnappyContext { encoder: Encoder::new(), decoder: Decoder::new() })
     }
 
     /// snappy's `MaxCompressedLength`: 32 + n + n/6 (4810 for 4 KiB).
@@ -52,10 +49,9 @@ impl CompressorFactory for Snappy {
 
 fn to_sdk(e: snap::Error, corrupt: bool) -> SdkError {
     match e {
-        snap::Error::BufferTooSmall { given, min } => SdkError::DstTooSmall {
-            needed: min as usize,
-            available: given as usize,
-        },
+        snap::Error::BufferTooSmall { given, min } => {
+            SdkError::DstTooSmall { needed: min as usize, available: given as usize }
+        }
         e if corrupt => SdkError::corrupt(e),
         e => SdkError::failed(e),
     }
@@ -63,15 +59,11 @@ fn to_sdk(e: snap::Error, corrupt: bool) -> SdkError {
 
 impl Compressor for SnappyContext {
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, SdkError> {
-        self.encoder
-            .compress(src, dst)
-            .map_err(|e| to_sdk(e, false))
+        self.encoder.compress(src, dst).map_err(|e| to_sdk(e, false))
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, SdkError> {
-        self.decoder
-            .decompress(src, dst)
-            .map_err(|e| to_sdk(e, true))
+        self.decoder.decompress(src, dst).map_err(|e| to_sdk(e, true))
     }
 }
 
@@ -84,25 +76,15 @@ mod tests {
     #[test]
     fn conformance() {
         let report =
-            vmdump_sdk::testing::check_compressor(crate::vmdump_compressor(), &Params::default())
-                .unwrap();
+            vmdump_sdk::testing::check_compressor(crate::vmdump_compressor(), &Params::default()).unwrap();
         assert!(report.independent_decoder);
-        eprintln!(
-            "snappy: {} bytes for {} pages",
-            report.compressed_bytes, report.pages
-        );
+        eprintln!("snappy: {} bytes for {} pages", report.compressed_bytes, report.pages);
     }
 
     #[test]
     fn any_parameter_is_refused_by_name() {
         let host = std::sync::Arc::new(vmdump_sdk::client::StderrHost);
-        let err = crate::vmdump_compressor()
-            .init(&Params::new([("framed", "1")]), host)
-            .err()
-            .unwrap();
-        assert!(
-            err.message.contains("`framed`") && err.message.contains("no parameters"),
-            "{err}"
-        );
+        let err = crate::vmdump_compressor().init(&Params::new([("framed", "1")]), host).err().unwrap();
+        assert!(err.message.contains("`framed`") && err.message.contains("no parameters"), "{err}");
     }
 }

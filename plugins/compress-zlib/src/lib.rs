@@ -36,8 +36,7 @@ impl CompressorFactory for Zlib {
     type Context = ZlibContext;
     const NAME: &'static std::ffi::CStr = c"zlib";
     const FORMAT: KdumpFormat = KdumpFormat::Zlib;
-    const DESCRIPTION: &'static std::ffi::CStr =
-        c"zlib stream per page (flate2 + zlib-rs), param level 0-9";
+    const DESCRIPTION: &'static std::ffi::CStr = c"zlib stream per page (flate2 + zlib-rs), param level 0-9";
 
     fn init(params: &Params, _host: &Host) -> Result<Self, SdkError> {
         params.accept_only(&["level", "window_bits"])?;
@@ -72,10 +71,7 @@ impl Compressor for ZlibContext {
         self.reset()?; // no-op unless the host skipped reset after the last page
         match self.deflate.compress(src, dst, FlushCompress::Finish) {
             Ok(Status::StreamEnd) => Ok(self.deflate.total_out() as usize),
-            Ok(_) => Err(SdkError::DstTooSmall {
-                needed: deflate_bound(src.len()),
-                available: dst.len(),
-            }),
+            Ok(_) => Err(SdkError::DstTooSmall { needed: deflate_bound(src.len()), available: dst.len() }),
             Err(e) => Err(SdkError::failed(format!("deflate: {e}"))),
         }
     }
@@ -85,10 +81,9 @@ impl Compressor for ZlibContext {
         match self.inflate.decompress(src, dst, FlushDecompress::Finish) {
             Ok(Status::StreamEnd) => Ok(self.inflate.total_out() as usize),
             // Output full with input left over: the page does not fit.
-            Ok(_) if (self.inflate.total_in() as usize) < src.len() => Err(SdkError::DstTooSmall {
-                needed: 0,
-                available: dst.len(),
-            }),
+            Ok(_) if (self.inflate.total_in() as usize) < src.len() => {
+                Err(SdkError::DstTooSmall { needed: 0, available: dst.len() })
+            }
             Ok(_) => Err(SdkError::corrupt("zlib stream is truncated")),
             Err(e) => Err(SdkError::corrupt(format!("inflate: {e}"))),
         }
@@ -113,12 +108,8 @@ mod tests {
     fn conformance() {
         for level in ["0", "1", "6", "9"] {
             let report =
-                check_compressor(crate::vmdump_compressor(), &Params::new([("level", level)]))
-                    .unwrap();
-            eprintln!(
-                "zlib level {level}: {} bytes for {} pages",
-                report.compressed_bytes, report.pages
-            );
+                check_compressor(crate::vmdump_compressor(), &Params::new([("level", level)])).unwrap();
+            eprintln!("zlib level {level}: {} bytes for {} pages", report.compressed_bytes, report.pages);
         }
         for bits in ["9", "12"] {
             let params = Params::new([("level", "2"), ("window_bits", bits)]);
@@ -129,28 +120,20 @@ mod tests {
         assert!(err.message.contains("`window_bits`"), "{err}");
         let report = check_compressor(crate::vmdump_compressor(), &Params::default()).unwrap();
         assert!(report.independent_decoder);
-        eprintln!(
-            "zlib default: {} bytes for {} pages",
-            report.compressed_bytes, report.pages
-        );
+        eprintln!("zlib default: {} bytes for {} pages", report.compressed_bytes, report.pages);
     }
 
     #[test]
     fn level_out_of_range_is_refused_by_name() {
         let host = std::sync::Arc::new(vmdump_sdk::client::StderrHost);
-        let err = crate::vmdump_compressor()
-            .init(&Params::new([("level", "10")]), host)
-            .err()
-            .unwrap();
+        let err = crate::vmdump_compressor().init(&Params::new([("level", "10")]), host).err().unwrap();
         assert!(err.message.contains("`level`"), "{err}");
     }
 
     #[test]
     fn output_is_plain_flate2_level_1() {
         let host = std::sync::Arc::new(vmdump_sdk::client::StderrHost);
-        let module = crate::vmdump_compressor()
-            .init(&Params::default(), host)
-            .unwrap();
+        let module = crate::vmdump_compressor().init(&Params::default(), host).unwrap();
         let mut ctx = module.new_context().unwrap();
         let mut ours = vec![0; module.bound(PAGE_SIZE)];
         for page in corpus() {
@@ -159,17 +142,12 @@ mod tests {
             let mut direct = Compress::new(Compression::fast(), true);
             let mut out = Vec::with_capacity(2 * PAGE_SIZE);
             assert_eq!(
-                direct
-                    .compress_vec(&page.bytes, &mut out, FlushCompress::Finish)
-                    .unwrap(),
+                direct.compress_vec(&page.bytes, &mut out, FlushCompress::Finish).unwrap(),
                 Status::StreamEnd
             );
             assert_eq!(ours[..n], out[..], "{} page", page.kind);
             if page.kind == "random" {
-                assert!(
-                    n > 4110,
-                    "random page: {n} bytes; zlib's compressBound would have been enough"
-                );
+                assert!(n > 4110, "random page: {n} bytes; zlib's compressBound would have been enough");
             }
         }
     }
