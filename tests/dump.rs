@@ -623,3 +623,23 @@ fn makedumpfile_mode_prints_makedumpfiles_messages_at_each_level() {
     let (stdout, stderr) = run("0", "quiet");
     assert!(stdout.is_empty() && !stderr.contains("Copying data"), "level 0: {stdout:?} {stderr:?}");
 }
+
+#[test]
+fn the_man_page_renders_cleanly_and_documents_every_dump_option() {
+    let page = support::workspace_root().join("man/vmdump.1");
+    let groff = Command::new("groff").args(["-man", "-ww", "-z"]).arg(&page).output().expect("groff (groff-base)");
+    assert!(groff.status.success() && groff.stderr.is_empty(), "{}", String::from_utf8_lossy(&groff.stderr));
+    let text = std::fs::read_to_string(&page).unwrap().replace('\\', "");
+    let help = vmdump(["dump", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let options: Vec<&str> = help
+        .split_whitespace()
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .map(|w| w.trim_end_matches([',', '.']))
+        .filter(|w| *w != "--help")
+        .collect();
+    assert!(options.len() > 8, "{help}");
+    for option in options {
+        assert!(text.contains(option), "man/vmdump.1 does not document {option}");
+    }
+}

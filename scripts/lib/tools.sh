@@ -25,7 +25,7 @@ apt_ensure() {
 }
 
 ensure_test_tools() {
-    apt_ensure cc:gcc zstd:zstd makedumpfile:makedumpfile py/kdumpfile:python3-libkdumpfile
+    apt_ensure cc:gcc zstd:zstd makedumpfile:makedumpfile py/kdumpfile:python3-libkdumpfile groff:groff-base
 }
 
 # Decompresses the real vmcores of ../shared/fixtures into target/fixtures
