@@ -627,7 +627,8 @@ fn makedumpfile_mode_prints_makedumpfiles_messages_at_each_level() {
 #[test]
 fn the_man_page_renders_cleanly_and_documents_every_dump_option() {
     let page = support::workspace_root().join("man/vmdump.1");
-    let groff = Command::new("groff").args(["-man", "-ww", "-z"]).arg(&page).output().expect("groff (groff-base)");
+    let groff =
+        Command::new("groff").args(["-man", "-ww", "-z"]).arg(&page).output().expect("groff (groff-base)");
     assert!(groff.status.success() && groff.stderr.is_empty(), "{}", String::from_utf8_lossy(&groff.stderr));
     let text = std::fs::read_to_string(&page).unwrap().replace('\\', "");
     let help = vmdump(["dump", "--help"]);
@@ -642,4 +643,26 @@ fn the_man_page_renders_cleanly_and_documents_every_dump_option() {
     for option in options {
         assert!(text.contains(option), "man/vmdump.1 does not document {option}");
     }
+}
+
+#[test]
+fn a_profile_makes_a_vendor_plugin_serve_makedumpfiles_c() {
+    let dir = temp_dir("dump-compat-profile");
+    let (vmcore, _) = synthetic(&dir, SynthSpec { ram_bytes: 16 << 20, ..SynthSpec::default() });
+    let profile = dir.join("vendor.toml");
+    std::fs::write(&profile, "[makedumpfile]\nzlib = \"c-zlib\"\n").unwrap();
+    let (through_c, direct) = (dir.join("through-c"), dir.join("direct"));
+    let result = Command::new(env!("CARGO_BIN_EXE_vmdump"))
+        .args(["makedumpfile", "-c", "-d", "1"])
+        .arg(&vmcore)
+        .arg(&through_c)
+        .env("VMDUMP_PROFILE", &profile)
+        .output()
+        .unwrap();
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    dump_with(&vmcore, &direct, &["--compress", "c-zlib", "-d", "1"]);
+    assert!(
+        std::fs::read(&through_c).unwrap() == std::fs::read(&direct).unwrap(),
+        "-c must be served by c-zlib"
+    );
 }

@@ -29,6 +29,38 @@ pub struct Profile {
     /// `[[filters]]`: filter plugins, applied in this order.
     #[serde(default)]
     pub filters: Vec<FilterEntry>,
+    /// `[makedumpfile]`: which plugin serves each of makedumpfile's
+    /// compression options in makedumpfile mode.
+    #[serde(default)]
+    pub makedumpfile: CompatSection,
+}
+
+/// `[makedumpfile]`: a compressor spec (`NAME[:LEVEL]`) for each of
+/// makedumpfile's options; unset = vmdump's choice for that format.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CompatSection {
+    /// Serves `-c` (zlib format), e.g. a vendor's accelerated zlib.
+    pub zlib: Option<String>,
+    /// Serves `-l` (lzo format).
+    pub lzo: Option<String>,
+    /// Serves `-p` (snappy format).
+    pub snappy: Option<String>,
+    /// Serves `-z` (zstd format).
+    pub zstd: Option<String>,
+}
+
+impl CompatSection {
+    /// The compressor spec for makedumpfile's option `flag` (`-c`...), if the profile sets one.
+    pub fn for_option(&self, flag: &str) -> Option<&str> {
+        match flag {
+            "-c" => self.zlib.as_deref(),
+            "-l" => self.lzo.as_deref(),
+            "-p" => self.snappy.as_deref(),
+            "-z" => self.zstd.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 /// One `[[filters]]` entry: a filter plugin and its parameters.

@@ -2,14 +2,17 @@
 //! for it: `vmdump` started as `makedumpfile` (a symlink), or
 //! `vmdump makedumpfile ARGS`. Every option is either honoured with
 //! makedumpfile's meaning or refused with a message saying why, never
-//! silently ignored.
+//! silently ignored. The profile named by `VMDUMP_PROFILE`, if any, applies
+//! too, and its `[makedumpfile]` section may choose the plugin that serves
+//! each compression option (a vendor's accelerated zlib for `-c`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
 use super::Outcome;
 use super::dump::DumpArgs;
+use crate::profile::Profile;
 
 /// Options that need a vmlinux or debug information: vmdump works from
 /// VMCOREINFO alone.
@@ -91,12 +94,20 @@ fn tokens(args: &[String]) -> anyhow::Result<Vec<(String, Option<String>)>> {
     Ok(out)
 }
 
-/// Parses makedumpfile's arguments (without the program name).
+/// Environment variable naming the profile makedumpfile mode uses.
+pub const PROFILE_ENV: &str = "VMDUMP_PROFILE";
+
+/// Parses makedumpfile's arguments (without the program name), with the
+/// compressor choices of `profile` for `-c -l -p -z`.
 ///
 /// # Errors
 /// An unknown or refused option, with the reason, or missing files.
-pub fn parse(args: &[String]) -> anyhow::Result<Request> {
+pub fn parse_with(args: &[String], profile: Option<(&Path, &Profile)>) -> anyhow::Result<Request> {
+    let chosen = |flag: &str, default: &str| {
+        profile.and_then(|(_, p)| p.makedumpfile.for_option(flag)).unwrap_or(default).to_owned()
+    };
     let mut dump = DumpArgs {
+        profile: profile.map(|(path, _)| path.to_path_buf()),
         compress: Some("none".into()),
         dump_level: Some(0),
         message_level: Some(7),
@@ -106,10 +117,10 @@ pub fn parse(args: &[String]) -> anyhow::Result<Request> {
     for (name, value) in tokens(args)? {
         match name.as_str() {
             "" => files.push(PathBuf::from(value.unwrap_or_default())),
-            "-c" => dump.compress = Some("zlib:2".into()),
-            "-l" => dump.compress = Some("lzo".into()),
-            "-p" => dump.compress = Some("snappy".into()),
-            "-z" => dump.compress = Some("zstd".into()),
+            "-c" => dump.compress = Some(chosen("-c", "zlib:2")),
+            "-l" => dump.compress = Some(chosen("-l", "lzo")),
+            "-p" => dump.compress = Some(chosen("-p", "snappy")),
+            "-z" => dump.compress = Some(chosen("-z", "zstd")),
             "-d" => dump.dump_level = Some(parse_level(&value.unwrap_or_default())?),
             "-F" => flattened = true,
             "-f" => dump.force = true,
@@ -149,6 +160,14 @@ pub fn parse(args: &[String]) -> anyhow::Result<Request> {
     Ok(Request::Dump(Box::new(dump)))
 }
 
+/// [`parse_with`] without a profile.
+///
+/// # Errors
+/// As [`parse_with`].
+pub fn parse(args: &[String]) -> anyhow::Result<Request> {
+    parse_with(args, None)
+}
+
 /// makedumpfile accepts "-d 31" and a list of levels to retry ("-d 11,31");
 /// vmdump takes the first.
 fn parse_level(text: &str) -> anyhow::Result<u8> {
@@ -171,7 +190,11 @@ fn refuse(option: &str) -> anyhow::Result<()> {
 /// # Errors
 /// As `vmdump dump`, or a refused option.
 pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
-    match parse(args)? {
+    let profile = match std::env::var_os(PROFILE_ENV).map(PathBuf::from) {
+        Some(path) => Some((Profile::load(&path)?, path)),
+        None => None,
+    };
+    match parse_with(args, profile.as_ref().map(|(p, path)| (path.as_path(), p)))? {
         Request::Dump(dump) => super::dump::run(&dump, plugin_dirs),
         Request::Rearrange(out) => {
             let mut file =
@@ -273,6 +296,20 @@ mod tests {
             let err = parse(&args(&format!("{option}{value} in out"))).unwrap_err().to_string();
             assert!(err.contains("vmlinux"), "{option}: {err}");
         }
+    }
+
+    #[test]
+    fn a_profile_chooses_the_plugin_behind_each_compression_option() {
+        let profile = Profile::parse("[makedumpfile]\nzlib = \"c-zlib:1\"\n", Path::new("p.toml")).unwrap();
+        let parsed = parse_with(&args("-c -d 31 in out"), Some((Path::new("p.toml"), &profile))).unwrap();
+        let Request::Dump(d) = parsed else { panic!() };
+        assert_eq!(d.compress.as_deref(), Some("c-zlib:1"));
+        assert_eq!(d.profile.as_deref(), Some(Path::new("p.toml")));
+        let Request::Dump(d) = parse_with(&args("-l in out"), Some((Path::new("p.toml"), &profile))).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(d.compress.as_deref(), Some("lzo"), "unset formats keep vmdump's choice");
     }
 
     #[test]
