@@ -255,7 +255,7 @@ impl vmdump::dump::MetadataFilter for EveryFifth {
 struct EveryFifthCursor;
 
 fn excluded_by_every_fifth(pfn: u64) -> bool {
-    pfn % 5 == 0 || (0x3000..0x3800).contains(&pfn)
+    pfn.is_multiple_of(5) || (0x3000..0x3800).contains(&pfn)
 }
 
 impl vmdump::dump::WindowFilter for EveryFifthCursor {
@@ -288,7 +288,7 @@ fn filtered_dump(vmcore: &Path, out: &Path, threads: usize) -> vmdump::dump::Dum
 fn a_metadata_filter_leaves_out_exactly_what_it_excludes() {
     let dir = temp_dir("dump-filter");
     let spec = SynthSpec { ram_bytes: 96 << 20, ..quirky_spec() };
-    let (vmcore, summary) = synthetic(&dir, spec.clone());
+    let (vmcore, summary) = synthetic(&dir, spec);
     let out = dir.join("filtered");
     let report = filtered_dump(&vmcore, &out, 2);
     let ram: Vec<u64> =
@@ -325,7 +325,7 @@ fn dump_level_31_on_a_synthetic_kernel_excludes_what_its_struct_pages_say() {
     for flavour in [synth::Flavour::Linux6_1, synth::Flavour::Linux6_12] {
         let dir = temp_dir(&format!("dump-d31-{flavour:?}"));
         let spec = kernel_spec(flavour);
-        let (vmcore, summary) = synthetic(&dir, spec.clone());
+        let (vmcore, summary) = synthetic(&dir, spec);
         let ram = synth::ram_ranges(&spec).into_iter().flat_map(|r| r.start / 4096..r.end.div_ceil(4096));
         let excluded = ram
             .filter(|&pfn| synth::expected_class(&spec, pfn).is_some_and(|c| c.excluded_at(31)))

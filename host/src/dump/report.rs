@@ -84,12 +84,8 @@ impl DumpReport {
             let _ = writeln!(t, "    Extension filter pages  : {}", hex(self.extension_pages()));
         }
         let _ = writeln!(t, "  Remaining pages  : {}", hex(original - excluded));
-        if original != 0 {
-            let _ = writeln!(
-                t,
-                "  (The number of pages is reduced to {}%.)",
-                (original - excluded) * 100 / original
-            );
+        if let Some(percent) = ((original - excluded) * 100).checked_div(original) {
+            let _ = writeln!(t, "  (The number of pages is reduced to {percent}%.)");
         }
         let _ = writeln!(t, "Memory Hole     : {}", hex(self.max_mapnr - original));
         let _ = writeln!(t, "--------------------------------------------------");

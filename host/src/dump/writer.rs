@@ -186,7 +186,7 @@ impl<'s> KdumpWriter<'s> {
             descs_at: layout.page_desc_offset,
             data_end: layout.data_offset,
             dumpable: DumpableBitmap::new(layout),
-            header: pre.header.clone(),
+            header: pre.header,
             expected_pages: layout.num_dumpable,
             pages: 0,
             dropped: 0,
