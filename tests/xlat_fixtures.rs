@@ -4,62 +4,32 @@
 //! (`/proc/vmcore`, direct-map `p_vaddr`s). Runs when `VMDUMP_FIXTURE_DIR`
 //! holds the decompressed files.
 
-use std::fs::File;
-use std::path::PathBuf;
+mod support;
 
-use vmdump::xlat::{KernelMemory, PAGE_SIZE, PageOffsetSource, PhysRead, SectionTable, XlatError};
-use vmdump_format::elf::ElfVmcore;
-use vmdump_format::phys::PhysMap;
+use vmdump::input::Vmcore;
+use vmdump::xlat::{KernelMemory, PageOffsetSource, SectionTable};
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
-/// Physical memory of an ELF vmcore file.
-struct ElfPhys {
-    file: File,
-    map: PhysMap,
-}
-
-impl PhysRead for ElfPhys {
-    fn read_phys(&self, paddr: u64, buf: &mut [u8]) -> Result<(), XlatError> {
-        let at = (paddr % PAGE_SIZE) as usize;
-        if at + buf.len() > PAGE_SIZE as usize {
-            return Err(XlatError::PhysRead { paddr, len: buf.len(), cause: "crosses a page".into() });
-        }
-        let mut page = vec![0u8; PAGE_SIZE as usize];
-        let ram = self
-            .map
-            .read_page(&self.file, paddr / PAGE_SIZE, &mut page)
-            .map_err(|e| XlatError::PhysRead { paddr, len: buf.len(), cause: Box::new(e) })?;
-        if !ram {
-            return Err(XlatError::NotInDump { paddr });
-        }
-        buf.copy_from_slice(&page[at..at + buf.len()]);
-        Ok(())
-    }
-}
-
 struct Fixture {
-    phys: ElfPhys,
+    phys: Vmcore,
     info: VmcoreInfo,
     loads: Vec<vmdump_format::elf::LoadSegment>,
 }
 
+/// The fixture `name`, read through vmdump's own vmcore input (which is
+/// the `PhysRead` the dump engine uses), or `None` after saying why.
 fn fixture(name: &str) -> Option<Fixture> {
-    let Some(dir) = std::env::var_os("VMDUMP_FIXTURE_DIR").map(PathBuf::from) else {
-        eprintln!("fixtures not found: VMDUMP_FIXTURE_DIR is not set; the xlat tests on {name} did NOT run");
-        return None;
-    };
-    let path = dir.join(name);
-    let file =
-        File::open(&path).unwrap_or_else(|e| panic!("VMDUMP_FIXTURE_DIR is set but {}: {e}", path.display()));
-    let core = ElfVmcore::parse(&file).unwrap();
-    let info = core.vmcoreinfo().unwrap().expect("VMCOREINFO note");
-    let map = PhysMap::new(&core.loads, PAGE_SIZE).unwrap();
-    Some(Fixture { phys: ElfPhys { file, map }, info, loads: core.loads })
+    let fixtures = support::dumps::fixtures()?;
+    let elf = &fixtures.iter().find(|f| f.name == name).expect("known fixture").elf;
+    let phys = Vmcore::open(elf).unwrap();
+    let info = phys.vmcoreinfo().cloned().expect("VMCOREINFO note");
+    let loads = phys.elf().loads.clone();
+    Some(Fixture { phys, info, loads })
 }
 
 /// The release string of `init_uts_ns.name` (`new_utsname.release`, after
 /// two 65-byte fields).
-fn utsname_release(mem: &KernelMemory<'_, ElfPhys>, info: &VmcoreInfo) -> String {
+fn utsname_release(mem: &KernelMemory<'_, Vmcore>, info: &VmcoreInfo) -> String {
     let uts = info.symbol("init_uts_ns").unwrap() + info.offset("uts_namespace.name").unwrap();
     let mut release = [0u8; 65];
     mem.read_virt(uts + 2 * 65, &mut release).unwrap();
@@ -80,10 +50,10 @@ fn check_common(f: &Fixture, name: &str) -> (u64, SectionTable) {
     let root = f.info.symbol("init_top_pgt").unwrap();
     assert_eq!(mem.walk(root).unwrap(), mem.translate(root).unwrap(), "{name}: image mapping agrees");
     assert_eq!(utsname_release(&mem, &f.info), f.info.osrelease().unwrap(), "{name}");
-    let table = SectionTable::read(&mem, &f.info, f.phys.map.max_pfn()).unwrap();
+    let table = SectionTable::read(&mem, &f.info, f.phys.phys().max_pfn()).unwrap();
     let first = table.sections()[0];
     assert_eq!(first.nr, 0, "{name}");
-    let pfn = f.phys.map.runs()[0].start_pfn + 3;
+    let pfn = f.phys.phys().runs()[0].start_pfn + 3;
     let struct_page = table.mem_map_of(pfn).unwrap();
     mem.read_u64(struct_page).unwrap(); // the vmemmap is mapped
     eprintln!(
@@ -103,7 +73,7 @@ fn check_common(f: &Fixture, name: &str) -> (u64, SectionTable) {
 #[test]
 fn vmcore_s_qemu() {
     let Some(f) = fixture("vmcore-S") else { return };
-    assert_eq!(f.phys.map.max_pfn(), 0x10_0000, "the BIOS ROM PT_LOAD ends at 4 GiB");
+    assert_eq!(f.phys.phys().max_pfn(), 0x10_0000, "the BIOS ROM PT_LOAD ends at 4 GiB");
     let mem = KernelMemory::open(&f.phys, &f.info, &f.loads).unwrap();
     assert_eq!(mem.arch().page_offset_info().source, PageOffsetSource::PageTables, "QEMU p_vaddr is 0");
     let (_, table) = check_common(&f, "vmcore-S");
