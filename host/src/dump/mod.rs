@@ -139,19 +139,18 @@ fn preamble_header(
 /// The pfn ranges the reader reads: every RAM run, or what a filter keeps.
 type Ranges<'a> = Box<dyn Iterator<Item = Result<std::ops::Range<u64>, DumpError>> + Send + 'a>;
 
-/// Dumps `vmcore` into `sink`, compressing with `codec` (raw pages when
-/// `None`) and leaving out what `filter` excludes.
-///
-/// # Errors
-/// [`DumpError`]; nothing is written for an unsupported request.
-pub fn dump(
+/// What the filters of a dump are: the struct page filter, the filter
+/// plugins, and the kernel view for plugins that read struct pages.
+pub type Filters<'a> = (Option<&'a dyn MetadataFilter>, &'a FilterSet, Option<&'a KernelView<'a>>);
+
+/// The first pass: the 1st bitmap and the count of pages the metadata
+/// filter keeps, which places the data. Returns the layout, the excluded
+/// counts and the seconds the pass took.
+fn first_pass(
     vmcore: &Vmcore,
-    codec: Option<&Codec>,
-    (filter, plugins, kernel): (Option<&dyn MetadataFilter>, &FilterSet, Option<&KernelView<'_>>),
-    config: &DumpConfig,
+    filter: Option<&dyn MetadataFilter>,
     sink: &mut dyn Sink,
-) -> Result<DumpReport, DumpError> {
-    check_level(config.dump_level, filter.is_some())?;
+) -> Result<(Layout, ClassCounts, f64), DumpError> {
     let phys = vmcore.phys();
     let page_size =
         u32::try_from(vmcore.page_size()).map_err(|_| DumpError::Unsupported("page size".into()))?;
@@ -161,26 +160,72 @@ pub fn dump(
     let started = std::time::Instant::now();
     let mut cursor = filter.map(|f| f.cursor()).transpose()?;
     let dumpable = write_ram_bitmap(sink, &bitmaps, phys, cursor.as_deref_mut(), &mut excluded)?;
-    drop(cursor);
-    let bitmap_seconds = started.elapsed().as_secs_f64();
     let layout = Layout::from_notes(phys.max_pfn(), page_size, notes, dumpable)?;
+    Ok((layout, excluded, started.elapsed().as_secs_f64()))
+}
+
+/// The pages the reader reads: RAM less what the metadata filters exclude.
+fn reader_ranges<'a>(
+    vmcore: &'a Vmcore,
+    (filter, plugins, kernel): Filters<'a>,
+) -> Result<PluginRanges<'a, Ranges<'a>>, DumpError> {
+    let phys = vmcore.phys();
+    let ranges: Ranges<'a> = match filter {
+        Some(f) => Box::new(DumpableRanges::new(phys, f.cursor()?)),
+        None => Box::new(phys.runs().iter().map(|r| Ok(r.start_pfn..r.end_pfn))),
+    };
+    let struct_pages = kernel.map(KernelView::struct_pages);
+    Ok(PluginRanges::new(ranges, &plugins.metadata, vmcore.page_size(), struct_pages))
+}
+
+/// Zero pages, encoder counts and filter plugin counts of every worker.
+fn worker_totals(
+    workers: &[Worker<'_>],
+    mut plugin_excluded: Vec<(String, u64)>,
+) -> (u64, EncodeStats, Vec<(String, u64)>) {
+    let (mut zero_pages, mut encode) = (0, EncodeStats::default());
+    for worker in workers {
+        let (zero, stats) = worker.counts();
+        zero_pages += zero;
+        encode += stats;
+        add_counts(&mut plugin_excluded, worker.filter_counts());
+    }
+    (zero_pages, encode, plugin_excluded)
+}
+
+/// The filter plugins that failed, with their first error.
+fn filter_failures(plugins: &FilterSet) -> Vec<(String, String)> {
+    let all = plugins.metadata.iter().chain(&plugins.content);
+    all.filter_map(|f| f.failure().map(|e| (f.name().to_owned(), e.to_string()))).collect()
+}
+
+/// Dumps `vmcore` into `sink`, compressing with `codec` (raw pages when
+/// `None`) and leaving out what the `filters` exclude.
+///
+/// # Errors
+/// [`DumpError`]; nothing is written for an unsupported request.
+pub fn dump(
+    vmcore: &Vmcore,
+    codec: Option<&Codec>,
+    filters: Filters<'_>,
+    config: &DumpConfig,
+    sink: &mut dyn Sink,
+) -> Result<DumpReport, DumpError> {
+    let (filter, plugins, _) = filters;
+    check_level(config.dump_level, filter.is_some())?;
+    let (layout, excluded, classify_seconds) = first_pass(vmcore, filter, sink)?;
     let phys_base = vmcore.vmcoreinfo().and_then(|i| i.phys_base()).unwrap_or(0);
     let exclude_zero = config.dump_level & DL_EXCLUDE_ZERO != 0;
     let preamble = Preamble {
         header: preamble_header(vmcore, &layout, codec),
         sub_header: layout.sub_header(phys_base, i32::from(config.dump_level)),
-        notes: &notes.bytes,
+        notes: &vmcore.elf().notes.bytes,
         layout: &layout,
         exclude_zero,
     };
     let mut writer = KdumpWriter::begin(sink, &preamble)?;
-    let ranges: Ranges<'_> = match filter {
-        Some(f) => Box::new(DumpableRanges::new(phys, f.cursor()?)),
-        None => Box::new(phys.runs().iter().map(|r| Ok(r.start_pfn..r.end_pfn))),
-    };
-    let struct_pages = kernel.map(KernelView::struct_pages);
-    let ranges = PluginRanges::new(ranges, &plugins.metadata, vmcore.page_size(), struct_pages);
     let sparse = filter.is_some() || !plugins.metadata.is_empty();
+    let ranges = reader_ranges(vmcore, filters)?;
     let mut reader = BatchReader::new(vmcore, ranges, config.batch_pages, config.read_mode, sparse);
     let mut progress = Progress::new("Copying data", layout.num_dumpable, config.progress);
     let slots = (0..4 * config.threads + 4).map(|_| Slot::default()).collect();
@@ -205,40 +250,26 @@ pub fn dump(
         Err(DumpError::Write(e)) if e.is_out_of_space() && config.close_incomplete => Some(e.to_string()),
         Err(e) => return Err(e),
     };
-    let skipped = reader.ranges().skipped();
-    if incomplete.is_none() && writer.pages() + writer.dropped() + skipped != writer.expected_pages() {
+    let accounted = writer.pages() + writer.dropped() + reader.ranges().skipped();
+    if incomplete.is_none() && accounted != writer.expected_pages() {
+        let expected = writer.expected_pages();
         return Err(DumpError::Internal(format!(
-            "{} pages read, the layout has {} descriptors",
-            writer.pages() + writer.dropped() + skipped,
-            writer.expected_pages()
+            "{accounted} pages read, the layout has {expected} descriptors"
         )));
     }
     let (pages_in_file, bytes_written) =
         if incomplete.is_some() { writer.close_incomplete()? } else { (writer.pages(), writer.finish()?) };
-    let (mut zero_pages, mut encode) = (0, EncodeStats::default());
-    let mut plugin_excluded = reader.ranges().counts();
-    for worker in &workers {
-        let (zero, stats) = worker.counts();
-        zero_pages += zero;
-        encode += stats;
-        add_counts(&mut plugin_excluded, worker.filter_counts());
-    }
-    let filter_failures = plugins
-        .metadata
-        .iter()
-        .chain(&plugins.content)
-        .filter_map(|f| f.failure().map(|e| (f.name().to_owned(), e.to_string())))
-        .collect();
+    let (zero_pages, encode, plugin_excluded) = worker_totals(&workers, reader.ranges().counts());
     Ok(DumpReport {
         dump_level: config.dump_level,
         max_mapnr: layout.max_mapnr,
-        ram_pages: phys.ram_pages(),
+        ram_pages: vmcore.phys().ram_pages(),
         pages_in_file,
         incomplete,
         excluded,
         plugin_excluded,
-        filter_failures,
-        classify_seconds: filter.map(|_| bitmap_seconds),
+        filter_failures: filter_failures(plugins),
+        classify_seconds: filter.map(|_| classify_seconds),
         zero_pages,
         encode,
         bytes_written,
