@@ -60,3 +60,4 @@ pub fn build_c_plugin_with(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
 }
 
 pub mod dumps;
+pub mod synthetic;
