@@ -286,3 +286,26 @@ fn a_flattened_dump_is_read_back_by_info_and_verify() {
     let info = vmdump([OsArg::from("info"), flat.as_path().into()]);
     assert!(String::from_utf8_lossy(&info.stdout).contains("snappy"));
 }
+
+#[test]
+fn a_failing_mmap_switches_to_pread_by_itself_and_the_output_is_the_same() {
+    let dir = temp_dir("dump-mmap-fallback");
+    let (vmcore, _) =
+        synthetic(&dir, SynthSpec { ram_bytes: 2 << 30, data_percent: 5, ..SynthSpec::default() });
+    let (mapped, read) = (dir.join("mapped"), dir.join("read"));
+    // An address-space limit below one 1 GiB window: the mmap fails, as on
+    // a /proc/vmcore whose kernel refuses it.
+    let script = format!(
+        "ulimit -v 800000; exec {} --plugin-dir {} dump --no-progress --window-mib 1024 {} {}",
+        env!("CARGO_BIN_EXE_vmdump"),
+        support::build_dir().display(),
+        vmcore.display(),
+        mapped.display()
+    );
+    let result = Command::new("bash").arg("-c").arg(script).output().unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stderr}");
+    assert!(stderr.contains("mmap failed") && stderr.contains("pread"), "{stderr}");
+    dump_with(&vmcore, &read, &["--no-mmap"]);
+    assert!(std::fs::read(&mapped).unwrap() == std::fs::read(&read).unwrap(), "fallback output differs");
+}
