@@ -149,17 +149,10 @@ fn a_plugin_failing_mid_run_gives_a_complete_dump_with_raw_pages() {
     build_c_plugin_with(&plugins, "flaky-zlib", &["REAL_ZLIB", "BROKEN_FAILS_MIDRUN"]);
     let (vmcore, summary) = synthetic(&dir, quirky_spec());
     let out = dir.join("out");
-    let result = vmdump([
-        OsArg::from("--plugin-dir"),
-        plugins.as_path().into(),
-        "dump".into(),
-        "--compress".into(),
-        "flaky-zlib".into(),
-        vmcore.as_path().into(),
-        out.as_path().into(),
-    ]);
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(result.status.code(), Some(3), "degraded exit status: {stderr}");
+    let options =
+        ["--plugin-dir".as_ref(), plugins.as_os_str(), "--compress".as_ref(), "flaky-zlib".as_ref()];
+    let (code, stderr) = dump_status(&options, &vmcore, &out);
+    assert_eq!(code, Some(3), "degraded exit status: {stderr}");
     assert!(stderr.contains("device timeout on page 3") && stderr.contains("stored raw"), "{stderr}");
     assert_eq!(dump_counts(&out).pages_in_file, summary.ram_pages);
     let read = libkdumpfile_compare(&out, &vmcore);
@@ -207,17 +200,9 @@ fn a_size_limit_closes_the_dump_as_incomplete_and_readable() {
     let dir = temp_dir("dump-limit");
     let (vmcore, summary) = synthetic(&dir, quirky_spec());
     let out = dir.join("out");
-    let result = vmdump([
-        OsArg::from("dump"),
-        "-L".into(),
-        "6M".into(),
-        "--compress".into(),
-        "lzo".into(),
-        vmcore.as_path().into(),
-        out.as_path().into(),
-    ]);
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    let (code, stderr) =
+        dump_status(&["-L".as_ref(), "6M".as_ref(), "--compress".as_ref(), "lzo".as_ref()], &vmcore, &out);
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("incomplete") && stderr.contains("size limit"), "{stderr}");
     assert!(std::fs::metadata(&out).unwrap().len() <= 6 << 20);
     assert_incomplete_but_readable(&out, &vmcore, summary.ram_pages);
@@ -253,15 +238,8 @@ fn a_full_disk_closes_the_dump_as_incomplete_and_readable() {
     let (vmcore, summary) = synthetic(&dir, quirky_spec());
     let small = SmallFs::mount(dir.join("small"), "6m");
     let out = small.0.join("out");
-    let result = vmdump([
-        OsArg::from("dump"),
-        "--compress".into(),
-        "lzo".into(),
-        vmcore.as_path().into(),
-        out.as_path().into(),
-    ]);
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    let (code, stderr) = dump_status(&["--compress".as_ref(), "lzo".as_ref()], &vmcore, &out);
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("no space left"), "{stderr}");
     let copy = dir.join("copy");
     std::fs::copy(&out, &copy).unwrap();

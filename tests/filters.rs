@@ -164,17 +164,9 @@ fn a_failing_filter_plugin_is_disabled_and_its_pages_kept() {
     let profile = dir.join("flaky.toml");
     std::fs::write(&profile, "[[filters]]\nname = \"flaky-filter\"\n").unwrap();
     let out = dir.join("out");
-    let result = vmdump([
-        OsArg::from("--plugin-dir"),
-        plugins.as_path().into(),
-        "dump".into(),
-        "--profile".into(),
-        profile.as_path().into(),
-        vmcore.as_path().into(),
-        out.as_path().into(),
-    ]);
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(result.status.code(), Some(3), "{stderr}");
+    let options = ["--plugin-dir".as_ref(), plugins.as_os_str(), "--profile".as_ref(), profile.as_os_str()];
+    let (code, stderr) = dump_status(&options, &vmcore, &out);
+    assert_eq!(code, Some(3), "{stderr}");
     assert!(
         stderr.contains("filter flaky-filter failed") && stderr.contains("filter hardware gone"),
         "{stderr}"

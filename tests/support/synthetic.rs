@@ -101,3 +101,10 @@ pub fn build_c_filter(dir: &Path, source: &str, so: &str) -> PathBuf {
     assert!(status.success(), "cc {source}");
     out
 }
+
+/// Runs `vmdump dump OPTIONS... VMCORE OUT`; returns the exit code and stderr.
+pub fn dump_status(options: &[&std::ffi::OsStr], vmcore: &Path, out: &Path) -> (Option<i32>, String) {
+    let args = [std::ffi::OsStr::new("dump")].into_iter().chain(options.iter().copied());
+    let result = vmdump(args.chain([vmcore.as_os_str(), out.as_os_str()]));
+    (result.status.code(), String::from_utf8_lossy(&result.stderr).into_owned())
+}
