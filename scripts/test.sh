@@ -9,6 +9,10 @@ source scripts/lib/tools.sh
 ensure_test_tools
 prepare_fixtures
 
+# Each test run leaves dumps in per-process temporary folders; clear those
+# of earlier runs so repeated runs do not fill the disk.
+rm -rf "${TMPDIR:-/tmp}"/vmdump-test-* 2>/dev/null || true
+
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 cargo build --workspace --release --locked
 if cargo nextest --version >/dev/null 2>&1; then
