@@ -70,6 +70,18 @@ pub struct DumpArgs {
     /// progress, 2 common messages, 16 the report; unset = vmdump's own output.
     #[arg(skip)]
     pub message_level: Option<u8>,
+    /// Write the dump as N kdump files, OUTPUT.1 to OUTPUT.N, each holding
+    /// the pages of a range of pfns, written in parallel (makedumpfile's
+    /// --split); `vmdump reassemble` joins them.
+    #[arg(long, value_name = "N")]
+    pub split: Option<usize>,
+    /// Pieces of a split dump begin and end at multiples of this size
+    /// [default: 64M].
+    #[arg(long = "splitblock-size", value_name = "SIZE", value_parser = super::synth::parse_size)]
+    pub splitblock_size: Option<u64>,
+    /// The pieces' names (makedumpfile mode names them; else OUTPUT.1 to OUTPUT.N).
+    #[arg(skip)]
+    pub split_outputs: Vec<PathBuf>,
     /// The vmcore (ELF), e.g. /proc/vmcore.
     pub input: PathBuf,
     /// The dump file, or - for the flattened format on stdout.
@@ -159,7 +171,7 @@ fn open_codec(
 
 /// Creates the output file: mode 0600 (a dump holds secrets), never
 /// replacing an existing file unless forced.
-fn create_output(path: &Path, force: bool) -> anyhow::Result<File> {
+pub(super) fn create_output(path: &Path, force: bool) -> anyhow::Result<File> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !dir.is_dir() {
         bail!("cannot create {}: directory {} does not exist", path.display(), dir.display());
@@ -222,12 +234,12 @@ fn page_filter(
 }
 
 /// What transforms the pages: compressor, struct page filter, filter plugins.
-struct Stages<'a> {
-    codec: Option<&'a Codec>,
-    filter: Option<&'a dyn MetadataFilter>,
-    plugins: &'a FilterSet,
+pub(super) struct Stages<'a> {
+    pub(super) codec: Option<&'a Codec>,
+    pub(super) filter: Option<&'a dyn MetadataFilter>,
+    pub(super) plugins: &'a FilterSet,
     /// The kernel's memory, when a filter plugin reads struct pages.
-    kernel: Option<&'a KernelView<'a>>,
+    pub(super) kernel: Option<&'a KernelView<'a>>,
 }
 
 fn write_dump(
@@ -331,7 +343,10 @@ pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
         false => None,
     };
     let stages = Stages { codec: codec.as_ref(), filter, plugins: &plugins, kernel: kernel.as_ref() };
-    let report = write_dump(args, &profile, &vmcore, &stages, &config)?;
+    let report = match super::split::outputs(args, &profile)? {
+        Some(outputs) => super::split::write_pieces(args, &vmcore, &stages, &config, &outputs)?,
+        None => write_dump(args, &profile, &vmcore, &stages, &config)?,
+    };
     print_outcome(args, &report)?;
     Ok(match () {
         () if report.incomplete.is_some() => Outcome::Incomplete,

@@ -8,6 +8,7 @@ mod dmesg;
 mod dump;
 mod info;
 mod plugins;
+mod split;
 mod synth;
 mod verify;
 

@@ -9,6 +9,7 @@
 mod filter;
 mod report;
 mod slot;
+mod split;
 mod struct_pages;
 mod writer;
 
@@ -18,8 +19,10 @@ use vmdump_format::kdump::Layout;
 pub use filter::{DumpableRanges, MetadataFilter, WINDOW_PFNS, WindowFilter, bit};
 pub use report::DumpReport;
 pub use slot::{PageRecord, Slot, Worker, is_zero_page};
+pub use split::{DEFAULT_SPLITBLOCK_BYTES, split_pieces};
 pub use struct_pages::{KernelView, StructPageFilter, StructPages};
-use writer::{KdumpWriter, Preamble, write_ram_bitmap};
+pub use writer::{BitmapWindow, KeptPages, count_bits, for_each_bitmap_window};
+use writer::{KdumpWriter, Preamble, write_bitmaps};
 
 use crate::classify::ClassCounts;
 use crate::codec::{Codec, EncodeStats, PageEncoder};
@@ -48,6 +51,9 @@ pub struct DumpConfig {
     /// an incomplete dump (status flag, readable up to where it stopped)
     /// instead of failing; only for outputs that can be rewritten.
     pub close_incomplete: bool,
+    /// The pfns of the split piece to write (kdump-format.md §2.3), or
+    /// `None` for a whole dump.
+    pub piece: Option<std::ops::Range<u64>>,
 }
 
 impl Default for DumpConfig {
@@ -59,6 +65,7 @@ impl Default for DumpConfig {
             batch_pages: 256,
             progress: ProgressStyle::Off,
             close_incomplete: false,
+            piece: None,
         }
     }
 }
@@ -136,6 +143,32 @@ fn preamble_header(
     header
 }
 
+/// The sub header: phys_base from VMCOREINFO, the dump level, and the
+/// piece's pfns in a split piece.
+fn sub_header(vmcore: &Vmcore, layout: &Layout, config: &DumpConfig) -> vmdump_format::kdump::SubHeader {
+    let phys_base = vmcore.vmcoreinfo().and_then(|i| i.phys_base()).unwrap_or(0);
+    let mut sub = layout.sub_header(phys_base, i32::from(config.dump_level));
+    if let Some(piece) = &config.piece {
+        sub.split = 1;
+        (sub.start_pfn, sub.end_pfn) = (piece.start, piece.end);
+        (sub.start_pfn_64, sub.end_pfn_64) = (piece.start, piece.end);
+    }
+    sub
+}
+
+/// Split pieces share one 2nd bitmap, written before any page is read:
+/// filter plugins, which decide on the way, cannot take part.
+fn check_piece(piece: Option<&std::ops::Range<u64>>, plugins: &FilterSet) -> Result<(), DumpError> {
+    if piece.is_some() && !(plugins.metadata.is_empty() && plugins.content.is_empty()) {
+        return Err(DumpError::Unsupported(
+            "filter plugins cannot be used with --split: the pieces share one 2nd bitmap, \
+             written before any page is read"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The pfn ranges the reader reads: every RAM run, or what a filter keeps.
 type Ranges<'a> = Box<dyn Iterator<Item = Result<std::ops::Range<u64>, DumpError>> + Send + 'a>;
 
@@ -143,14 +176,23 @@ type Ranges<'a> = Box<dyn Iterator<Item = Result<std::ops::Range<u64>, DumpError
 /// plugins, and the kernel view for plugins that read struct pages.
 pub type Filters<'a> = (Option<&'a dyn MetadataFilter>, &'a FilterSet, Option<&'a KernelView<'a>>);
 
-/// The first pass: the 1st bitmap and the count of pages the metadata
-/// filter keeps, which places the data. Returns the layout, the excluded
-/// counts and the seconds the pass took.
+/// What the first pass found.
+struct FirstPass {
+    layout: Layout,
+    excluded: ClassCounts,
+    /// Pages of the split piece, for one.
+    piece_pages: Option<u64>,
+    seconds: f64,
+}
+
+/// The first pass: the bitmaps and the count of pages the metadata filter
+/// keeps, which places the data.
 fn first_pass(
     vmcore: &Vmcore,
     filter: Option<&dyn MetadataFilter>,
     sink: &mut dyn Sink,
-) -> Result<(Layout, ClassCounts, f64), DumpError> {
+    piece: Option<&std::ops::Range<u64>>,
+) -> Result<FirstPass, DumpError> {
     let phys = vmcore.phys();
     let page_size =
         u32::try_from(vmcore.page_size()).map_err(|_| DumpError::Unsupported("page size".into()))?;
@@ -159,21 +201,28 @@ fn first_pass(
     let bitmaps = Layout::from_notes(phys.max_pfn(), page_size, notes, 0)?;
     let started = std::time::Instant::now();
     let mut cursor = filter.map(|f| f.cursor()).transpose()?;
-    let dumpable = write_ram_bitmap(sink, &bitmaps, phys, cursor.as_deref_mut(), &mut excluded)?;
-    let layout = Layout::from_notes(phys.max_pfn(), page_size, notes, dumpable)?;
-    Ok((layout, excluded, started.elapsed().as_secs_f64()))
+    let kept = write_bitmaps(sink, &bitmaps, phys, cursor.as_deref_mut(), &mut excluded, piece)?;
+    let layout = Layout::from_notes(phys.max_pfn(), page_size, notes, kept.total)?;
+    let piece_pages = piece.map(|_| kept.in_piece);
+    Ok(FirstPass { layout, excluded, piece_pages, seconds: started.elapsed().as_secs_f64() })
 }
 
 /// The pages the reader reads: RAM less what the metadata filters exclude.
 fn reader_ranges<'a>(
     vmcore: &'a Vmcore,
     (filter, plugins, kernel): Filters<'a>,
+    piece: Option<std::ops::Range<u64>>,
 ) -> Result<PluginRanges<'a, Ranges<'a>>, DumpError> {
     let phys = vmcore.phys();
-    let ranges: Ranges<'a> = match filter {
+    let mut ranges: Ranges<'a> = match filter {
         Some(f) => Box::new(DumpableRanges::new(phys, f.cursor()?)),
         None => Box::new(phys.runs().iter().map(|r| Ok(r.start_pfn..r.end_pfn))),
     };
+    if let Some(piece) = piece {
+        let clip = move |r: std::ops::Range<u64>| r.start.max(piece.start)..r.end.min(piece.end);
+        let inside = ranges.map(move |r| r.map(clip)).filter(|r| r.as_ref().map_or(true, |r| !r.is_empty()));
+        ranges = Box::new(inside);
+    }
     let struct_pages = kernel.map(KernelView::struct_pages);
     Ok(PluginRanges::new(ranges, &plugins.metadata, vmcore.page_size(), struct_pages))
 }
@@ -213,21 +262,23 @@ pub fn dump(
 ) -> Result<DumpReport, DumpError> {
     let (filter, plugins, _) = filters;
     check_level(config.dump_level, filter.is_some())?;
-    let (layout, excluded, classify_seconds) = first_pass(vmcore, filter, sink)?;
-    let phys_base = vmcore.vmcoreinfo().and_then(|i| i.phys_base()).unwrap_or(0);
+    check_piece(config.piece.as_ref(), plugins)?;
+    let pass = first_pass(vmcore, filter, sink, config.piece.as_ref())?;
+    let (layout, excluded, classify_seconds) = (pass.layout, pass.excluded, pass.seconds);
     let exclude_zero = config.dump_level & DL_EXCLUDE_ZERO != 0;
     let preamble = Preamble {
         header: preamble_header(vmcore, &layout, codec),
-        sub_header: layout.sub_header(phys_base, i32::from(config.dump_level)),
+        sub_header: sub_header(vmcore, &layout, config),
         notes: &vmcore.elf().notes.bytes,
         layout: &layout,
         exclude_zero,
+        piece_pages: pass.piece_pages,
     };
     let mut writer = KdumpWriter::begin(sink, &preamble)?;
     let sparse = filter.is_some() || !plugins.metadata.is_empty();
-    let ranges = reader_ranges(vmcore, filters)?;
+    let ranges = reader_ranges(vmcore, filters, config.piece.clone())?;
     let mut reader = BatchReader::new(vmcore, ranges, config.batch_pages, config.read_mode, sparse);
-    let mut progress = Progress::new("Copying data", layout.num_dumpable, config.progress);
+    let mut progress = Progress::new("Copying data", writer.expected_pages(), config.progress);
     let slots = (0..4 * config.threads + 4).map(|_| Slot::default()).collect();
     let (workers, ran) = crate::pool::run_ordered(
         slots,

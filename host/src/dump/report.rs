@@ -49,6 +49,18 @@ impl DumpReport {
         self.plugin_failure.is_some() || !self.filter_failures.is_empty()
     }
 
+    /// Adds the pages and bytes of another piece of the same split dump
+    /// (the classification counts are the whole machine's in every piece).
+    pub fn absorb_piece(&mut self, piece: DumpReport) {
+        self.pages_in_file += piece.pages_in_file;
+        self.zero_pages += piece.zero_pages;
+        self.encode += piece.encode;
+        self.bytes_written += piece.bytes_written;
+        self.incomplete = self.incomplete.take().or(piece.incomplete);
+        self.plugin_failure = self.plugin_failure.take().or(piece.plugin_failure);
+        self.mmap_fallback = self.mmap_fallback.take().or(piece.mmap_fallback);
+    }
+
     /// Pages the filter plugins excluded.
     pub fn extension_pages(&self) -> u64 {
         self.plugin_excluded.iter().map(|(_, n)| n).sum()

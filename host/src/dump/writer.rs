@@ -12,9 +12,11 @@
 //! disk. Every write is positioned, so the same sequence feeds a plain file
 //! or the flattened stream.
 
+use std::ops::Range;
 use vmdump_format::kdump::{
     DUMP_DH_COMPRESSED_INCOMPLETE, DiskDumpHeader, Layout, PAGE_DESC_SIZE, PageDesc, SubHeader,
 };
+
 use vmdump_format::phys::PhysMap;
 
 use super::DumpError;
@@ -90,7 +92,9 @@ pub struct KdumpWriter<'s> {
     descs_at: u64,
     /// Where the next page data goes.
     data_end: u64,
-    dumpable: DumpableBitmap,
+    /// The 2nd bitmap the writer builds; `None` for a split piece, whose
+    /// 2nd bitmap was written whole with the 1st.
+    dumpable: Option<DumpableBitmap>,
     header: DiskDumpHeader,
     expected_pages: u64,
     pages: u64,
@@ -109,6 +113,8 @@ pub struct Preamble<'a> {
     pub layout: &'a Layout,
     /// Write the shared zero page (dump level bit 1).
     pub exclude_zero: bool,
+    /// The pages of the split piece being written, if it is one.
+    pub piece_pages: Option<u64>,
 }
 
 /// Sets the bits of RAM pfns in `[first, first + 8 * out.len())`.
@@ -123,28 +129,57 @@ fn fill_bitmap(phys: &PhysMap, first: u64, out: &mut [u8]) {
     }
 }
 
-/// Writes the 1st bitmap (RAM) window by window and counts the RAM pages
-/// `filter` keeps: the room the descriptor table needs.
+/// One window of the bitmaps: RAM pfns (1st bitmap) and those the
+/// metadata filter keeps (the 2nd bitmap before any page is read).
+pub struct BitmapWindow<'b> {
+    /// Pfn of bit 0.
+    pub first_pfn: u64,
+    /// Byte offset of the window in each bitmap.
+    pub offset: u64,
+    /// RAM bits.
+    pub ram: &'b [u8],
+    /// Kept bits.
+    pub kept: &'b [u8],
+}
+
+/// Number of set bits of `bits` with index in `from..to`.
+pub fn count_bits(bits: &[u8], from: u64, to: u64) -> u64 {
+    let to = to.min(8 * bits.len() as u64);
+    let (mut n, mut i) = (0, from);
+    while i < to {
+        if i % 8 == 0 && to - i >= 8 {
+            n += u64::from(bits[(i / 8) as usize].count_ones());
+            i += 8;
+        } else {
+            n += u64::from(bits[(i / 8) as usize] >> (i % 8) & 1);
+            i += 1;
+        }
+    }
+    n
+}
+
+/// Walks the bitmaps window by window, running `filter` on each (the
+/// classification pass) and handing the bits to `each`.
 ///
 /// # Errors
-/// The sink's or the filter's error.
-pub fn write_ram_bitmap(
-    sink: &mut dyn Sink,
-    layout: &Layout,
+/// The filter's error or `each`'s.
+pub fn for_each_bitmap_window(
+    bitmap_len: u64,
     phys: &PhysMap,
     mut filter: Option<&mut (dyn WindowFilter + '_)>,
     counts: &mut ClassCounts,
-) -> Result<u64, DumpError> {
+    mut each: impl FnMut(BitmapWindow<'_>) -> Result<(), DumpError>,
+) -> Result<(), DumpError> {
     let chunk_bytes = (WINDOW_PFNS / 8) as usize;
-    let mut ram = vec![0u8; chunk_bytes.min(layout.bitmap_len as usize)];
-    let mut dumpable = ram.clone();
+    let mut ram = vec![0u8; chunk_bytes.min(bitmap_len as usize)];
+    let mut kept = ram.clone();
     let mut excluded = Vec::new();
-    let (mut done, mut pages) = (0u64, 0u64);
-    while done < layout.bitmap_len {
-        let len = (layout.bitmap_len - done).min(chunk_bytes as u64) as usize;
+    let mut done = 0u64;
+    while done < bitmap_len {
+        let len = (bitmap_len - done).min(chunk_bytes as u64) as usize;
         let first = done * 8;
         fill_bitmap(phys, first, &mut ram[..len]);
-        dumpable[..len].copy_from_slice(&ram[..len]);
+        kept[..len].copy_from_slice(&ram[..len]);
         if let Some(filter) = filter.as_deref_mut() {
             let end = (first + 8 * len as u64).min(phys.max_pfn());
             excluded.clear();
@@ -153,17 +188,57 @@ pub fn write_ram_bitmap(
                 filter.exclude(first..end, &|pfn| phys.is_ram(pfn), &mut excluded, counts)?;
             }
             let words = excluded.iter().flat_map(|w| w.to_le_bytes());
-            dumpable[..len].iter_mut().zip(words).for_each(|(d, x)| *d &= !x);
+            kept[..len].iter_mut().zip(words).for_each(|(d, x)| *d &= !x);
         }
-        pages += dumpable[..len].iter().map(|b| u64::from(b.count_ones())).sum::<u64>();
-        sink.write_at(layout.bitmap1_offset + done, &ram[..len])?;
-        // Zeros now, the real bits later: the blocks are taken while there
-        // is room, so an incomplete dump can still close its bitmap.
-        dumpable[..len].fill(0);
-        sink.write_at(layout.bitmap2_offset + done, &dumpable[..len])?;
+        each(BitmapWindow { first_pfn: first, offset: done, ram: &ram[..len], kept: &kept[..len] })?;
         done += len as u64;
     }
-    Ok(pages)
+    Ok(())
+}
+
+/// What the first pass counted: the pages the metadata filter keeps, in
+/// the whole machine and in the split piece being written.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KeptPages {
+    /// In the whole machine: the room the descriptor table needs.
+    pub total: u64,
+    /// In the split piece (equal to `total` without one).
+    pub in_piece: u64,
+}
+
+/// Writes the 1st bitmap (RAM) window by window and counts the RAM pages
+/// `filter` keeps. The 2nd bitmap gets zeros now and its real bits from
+/// the writer, once pages have their descriptors; except for a split
+/// piece, whose 2nd bitmap is the whole machine's (the same in every
+/// piece, kdump-format.md §2.3), written here.
+///
+/// # Errors
+/// The sink's or the filter's error.
+pub fn write_bitmaps(
+    sink: &mut dyn Sink,
+    layout: &Layout,
+    phys: &PhysMap,
+    filter: Option<&mut (dyn WindowFilter + '_)>,
+    counts: &mut ClassCounts,
+    piece: Option<&Range<u64>>,
+) -> Result<KeptPages, DumpError> {
+    let mut kept = KeptPages::default();
+    let zeros = vec![0u8; ((WINDOW_PFNS / 8) as usize).min(layout.bitmap_len as usize)];
+    for_each_bitmap_window(layout.bitmap_len, phys, filter, counts, |w| {
+        let bits = 8 * w.kept.len() as u64;
+        kept.total += count_bits(w.kept, 0, bits);
+        let (from, to) = piece.map_or((0, bits), |p| {
+            (p.start.saturating_sub(w.first_pfn).min(bits), p.end.saturating_sub(w.first_pfn).min(bits))
+        });
+        kept.in_piece += count_bits(w.kept, from, to);
+        sink.write_at(layout.bitmap1_offset + w.offset, w.ram)?;
+        // Zeros without a piece: the blocks are taken while there is room,
+        // so an incomplete dump can still close its bitmap.
+        let second = if piece.is_some() { w.kept } else { &zeros[..w.kept.len()] };
+        sink.write_at(layout.bitmap2_offset + w.offset, second)?;
+        Ok(())
+    })?;
+    Ok(kept)
 }
 
 impl<'s> KdumpWriter<'s> {
@@ -185,9 +260,9 @@ impl<'s> KdumpWriter<'s> {
             desc_pfns: Vec::with_capacity(CACHE_BYTES / PAGE_DESC_SIZE),
             descs_at: layout.page_desc_offset,
             data_end: layout.data_offset,
-            dumpable: DumpableBitmap::new(layout),
+            dumpable: pre.piece_pages.is_none().then(|| DumpableBitmap::new(layout)),
             header: pre.header,
-            expected_pages: layout.num_dumpable,
+            expected_pages: pre.piece_pages.unwrap_or(layout.num_dumpable),
             pages: 0,
             dropped: 0,
         };
@@ -244,8 +319,10 @@ impl<'s> KdumpWriter<'s> {
         self.sink.write_at(self.descs_at, &self.descs)?;
         self.descs_at += self.descs.len() as u64;
         self.descs.clear();
-        for &pfn in &self.desc_pfns {
-            self.dumpable.mark(self.sink, pfn)?;
+        if let Some(dumpable) = self.dumpable.as_mut() {
+            for &pfn in &self.desc_pfns {
+                dumpable.mark(self.sink, pfn)?;
+            }
         }
         self.desc_pfns.clear();
         Ok(())
@@ -285,7 +362,9 @@ impl<'s> KdumpWriter<'s> {
             }
             other => other?,
         }
-        self.dumpable.finish(self.sink)?;
+        if let Some(dumpable) = self.dumpable.as_mut() {
+            dumpable.finish(self.sink)?;
+        }
         self.header.status |= DUMP_DH_COMPRESSED_INCOMPLETE;
         self.sink.write_at(0, &self.header.encode())?;
         self.sink.finish()?;
@@ -298,7 +377,9 @@ impl<'s> KdumpWriter<'s> {
     /// The sink's error.
     pub fn finish(mut self) -> Result<u64, SinkError> {
         self.flush_descriptors()?;
-        self.dumpable.finish(self.sink)?;
+        if let Some(dumpable) = self.dumpable.as_mut() {
+            dumpable.finish(self.sink)?;
+        }
         self.sink.finish()?;
         Ok(self.sink.bytes_written())
     }

@@ -1,0 +1,103 @@
+//! `vmdump dump --split N`: the dump as N kdump files, each holding the
+//! pages of a range of pfns (kdump-format.md §2.3), written in parallel.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+
+use super::dump::{DumpArgs, Stages, create_output};
+use crate::dump::{DumpConfig, DumpReport, dump, split_pieces};
+use crate::input::Vmcore;
+use crate::output::sink::FileSink;
+use crate::profile::{OutputFormat, Profile};
+use crate::progress::ProgressStyle;
+
+/// vmdump's own split block: fine enough that small machines split too.
+const SPLITBLOCK_BYTES: u64 = 64 << 20;
+
+/// The pieces' file names, or `None` for a dump in one file.
+///
+/// # Errors
+/// `--split` with the flattened format or stdout, or with fewer than 2 pieces.
+pub fn outputs(args: &DumpArgs, profile: &Profile) -> anyhow::Result<Option<Vec<PathBuf>>> {
+    let names: Vec<PathBuf> = match args.split {
+        None if args.split_outputs.is_empty() => return Ok(None),
+        None => args.split_outputs.clone(),
+        Some(n) => (1..=n).map(|i| PathBuf::from(format!("{}.{i}", args.output.display()))).collect(),
+    };
+    if names.len() < 2 {
+        bail!("--split needs at least 2 pieces");
+    }
+    if profile.dump.format == OutputFormat::Flattened || args.output.as_os_str() == "-" {
+        bail!("--split writes plain files: it cannot be combined with the flattened format or stdout");
+    }
+    Ok(Some(names))
+}
+
+/// Writes the pieces side by side, the workers shared out among them.
+/// Returns the report of the whole dump. On failure no piece is left.
+///
+/// # Errors
+/// The first piece that failed, with its file.
+pub fn write_pieces(
+    args: &DumpArgs,
+    vmcore: &Vmcore,
+    stages: &Stages<'_>,
+    config: &DumpConfig,
+    outputs: &[PathBuf],
+) -> anyhow::Result<DumpReport> {
+    let block = args.splitblock_size.unwrap_or(SPLITBLOCK_BYTES);
+    let ranges = split_pieces(vmcore, stages.filter, outputs.len(), block)?;
+    let files = outputs.iter().map(|p| create_output(p, args.force)).collect::<Result<Vec<_>, _>>()?;
+    let threads = (config.threads / outputs.len()).max(1);
+    let results: Vec<anyhow::Result<DumpReport>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .into_iter()
+            .zip(ranges)
+            .zip(outputs)
+            .map(|((file, piece), path)| {
+                let config = DumpConfig {
+                    threads,
+                    progress: ProgressStyle::Off,
+                    piece: Some(piece),
+                    close_incomplete: true,
+                    ..config.clone()
+                };
+                scope.spawn(move || {
+                    let mut sink = FileSink::new(file, None).sync_on_finish(args.sync);
+                    let filters = (stages.filter, stages.plugins, stages.kernel);
+                    dump(vmcore, stages.codec, filters, &config, &mut sink)
+                        .with_context(|| format!("dump to {} failed", path.display()))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| bail!("a split piece panicked"))).collect()
+    });
+    merge(results, outputs)
+}
+
+/// One report for the pieces, or the first error (every piece removed).
+fn merge(results: Vec<anyhow::Result<DumpReport>>, outputs: &[PathBuf]) -> anyhow::Result<DumpReport> {
+    let mut merged: Option<DumpReport> = None;
+    for (result, path) in results.into_iter().zip(outputs) {
+        match result {
+            Ok(report) => {
+                eprintln!(
+                    "vmdump: {}: {} pages, {} bytes",
+                    path.display(),
+                    report.pages_in_file,
+                    report.bytes_written
+                );
+                match merged.as_mut() {
+                    Some(whole) => whole.absorb_piece(report),
+                    None => merged = Some(report),
+                }
+            }
+            Err(e) => {
+                outputs.iter().for_each(|p| drop(std::fs::remove_file(p)));
+                return Err(e.context("the split dump failed (every piece was removed)"));
+            }
+        }
+    }
+    merged.context("no piece")
+}
