@@ -7,7 +7,9 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use support::dumps::{Fixture, dump_counts, fixtures, libkdumpfile_compare, report_value, vmdump_ok};
+use support::dumps::{
+    Fixture, dump_counts, fixtures, libkdumpfile_compare, makedumpfile, report_value, vmdump_ok,
+};
 use support::temp_dir;
 
 const CODECS: [(&str, u32); 5] = [("zlib", 0x1), ("zstd", 0x20), ("lzo", 0x2), ("snappy", 0x4), ("none", 0)];
@@ -18,14 +20,6 @@ fn dump(fixture: &Fixture, out: &Path, extra: &[&str]) {
     args.extend(extra.iter().map(Into::into));
     args.extend([fixture.elf.clone().into(), out.into()]);
     vmdump_ok(args);
-}
-
-fn makedumpfile(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    Command::new("makedumpfile")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("makedumpfile (scripts/test.sh installs it with apt-get)")
 }
 
 /// makedumpfile's own -d 1 dump of the fixture, as the reference for counts.

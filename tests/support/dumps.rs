@@ -200,3 +200,26 @@ pub fn report_value(text: &str, label: &str) -> u64 {
         .map(|(_, v)| v)
         .unwrap_or_else(|| panic!("no `{label}` in:\n{text}"))
 }
+
+/// Runs makedumpfile (scripts/test.sh installs it with apt-get).
+pub fn makedumpfile<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Command::new("makedumpfile")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("makedumpfile (scripts/test.sh installs it with apt-get)")
+}
+
+/// makedumpfile, which must succeed.
+pub fn makedumpfile_ok<I, S>(args: I)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let out = makedumpfile(args);
+    assert!(out.status.success(), "makedumpfile failed: {}", String::from_utf8_lossy(&out.stderr));
+}

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use anyhow::{Context, bail, ensure};
 
 use super::Outcome;
 use super::dump::DumpArgs;
@@ -19,10 +19,8 @@ use crate::profile::Profile;
 const NEED_VMLINUX: [&str; 8] =
     ["-x", "-i", "-g", "--config", "--eppic", "--vtop", "--mem-usage", "--extension"];
 /// Options whose job vmdump does differently, with the reason.
-const REFUSED: [(&str, &str); 9] = [
+const REFUSED: [(&str, &str); 7] = [
     ("-E", "ELF output is not implemented yet; use the kdump-compressed format"),
-    ("--split", "split output is not implemented yet"),
-    ("--reassemble", "reassembling split dumps is not implemented yet"),
     ("-b", "vmdump sizes its write cache itself"),
     ("--cyclic-buffer", "vmdump bounds its memory itself (pfn windows), whatever the machine's size"),
     ("--work-dir", "vmdump keeps no bitmap file: its memory is bounded without one"),
@@ -38,6 +36,8 @@ pub enum Request {
     Dump(Box<DumpArgs>),
     /// `-R DUMPFILE`: rearrange a flattened stream from stdin.
     Rearrange(PathBuf),
+    /// `--reassemble DUMPFILE1 DUMPFILE2 ... DUMPFILE`: the pieces, then the output.
+    Reassemble(Vec<PathBuf>),
     /// `--dump-dmesg VMCORE LOGFILE`: the kernel log.
     Dmesg(PathBuf, PathBuf),
     /// `-v`.
@@ -50,7 +50,14 @@ pub enum Request {
 fn takes_value(option: &str) -> bool {
     matches!(
         option,
-        "-d" | "-L" | "-R" | "--num-threads" | "--message-level" | "-b" | "--cyclic-buffer" | "--work-dir"
+        "-d" | "-L"
+            | "-R"
+            | "--num-threads"
+            | "--message-level"
+            | "--splitblock-size"
+            | "-b"
+            | "--cyclic-buffer"
+            | "--work-dir"
     ) || NEED_VMLINUX[..3].contains(&option)
 }
 
@@ -114,6 +121,7 @@ pub fn parse_with(args: &[String], profile: Option<(&Path, &Profile)>) -> anyhow
         ..DumpArgs::default()
     };
     let (mut files, mut rearrange, mut flattened, mut dmesg) = (Vec::new(), None, false, false);
+    let (mut split, mut reassemble) = (false, false);
     for (name, value) in tokens(args)? {
         match name.as_str() {
             "" => files.push(PathBuf::from(value.unwrap_or_default())),
@@ -134,6 +142,12 @@ pub fn parse_with(args: &[String], profile: Option<(&Path, &Profile)>) -> anyhow
             }
             "--non-mmap" => dump.no_mmap = true,
             "--dump-dmesg" => dmesg = true,
+            "--split" => split = true,
+            "--reassemble" => reassemble = true,
+            "--splitblock-size" => {
+                let kib: u64 = value.unwrap_or_default().parse().context("--splitblock-size (KiB)")?;
+                dump.splitblock_size = Some(kib << 10);
+            }
             "--message-level" => {
                 dump.message_level = Some(value.unwrap_or_default().parse().context("--message-level")?)
             }
@@ -145,6 +159,20 @@ pub fn parse_with(args: &[String], profile: Option<(&Path, &Profile)>) -> anyhow
     }
     if let Some(out) = rearrange {
         return Ok(Request::Rearrange(out));
+    }
+    if reassemble {
+        if files.len() < 3 {
+            bail!("usage: makedumpfile --reassemble DUMPFILE1 DUMPFILE2 [...] DUMPFILE");
+        }
+        return Ok(Request::Reassemble(files));
+    }
+    if split {
+        let [input, outputs @ ..] = files.as_slice() else { bail!("--split needs a VMCORE") };
+        ensure!(outputs.len() >= 2, "usage: makedumpfile --split VMCORE DUMPFILE1 DUMPFILE2 [...]");
+        (dump.input, dump.output, dump.split_outputs) = (input.clone(), outputs[0].clone(), outputs.to_vec());
+        dump.splitblock_size = dump.splitblock_size.or(Some(crate::dump::DEFAULT_SPLITBLOCK_BYTES));
+        ensure!(!flattened, "--split cannot be combined with -F");
+        return Ok(Request::Dump(Box::new(dump)));
     }
     if dmesg {
         let [input, log] = files.as_slice() else { bail!("usage: makedumpfile --dump-dmesg VMCORE LOGFILE") };
@@ -203,6 +231,9 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
             vmdump_format::flat::rearrange(&mut input, &mut file)
                 .context("rearranging the flattened stream")?;
             Ok(Outcome::Success)
+        }
+        Request::Reassemble(files) => {
+            super::reassemble::run(&super::reassemble::ReassembleArgs { force: false, files })
         }
         Request::Dmesg(input, log) => {
             let text = super::dmesg::kernel_log(&input, plugin_dirs)?;

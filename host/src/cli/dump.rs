@@ -71,8 +71,8 @@ pub struct DumpArgs {
     #[arg(skip)]
     pub message_level: Option<u8>,
     /// Write the dump as N kdump files, OUTPUT.1 to OUTPUT.N, each holding
-    /// the pages of a range of pfns, written in parallel (makedumpfile's
-    /// --split); `vmdump reassemble` joins them.
+    /// the pages of a range of pfns, written in parallel as makedumpfile
+    /// --split does; `vmdump reassemble` joins them.
     #[arg(long, value_name = "N")]
     pub split: Option<usize>,
     /// Pieces of a split dump begin and end at multiples of this size
@@ -299,6 +299,11 @@ fn print_outcome(args: &DumpArgs, report: &DumpReport) -> std::io::Result<()> {
         match &report.incomplete {
             Some(_) => writeln!(out, "\nThis is an incomplete dumpfile, but might analyzable.\n")?,
             None if args.output == Path::new("-") => writeln!(out, "\nThe dumpfile is saved to STDOUT.\n")?,
+            None if !args.split_outputs.is_empty() => {
+                let names: Vec<String> = args.split_outputs.iter().map(|p| p.display().to_string()).collect();
+                let (last, rest) = names.split_last().expect("at least two pieces");
+                writeln!(out, "\nThe dumpfiles are saved to {}, and {last}.\n", rest.join(", "))?
+            }
             None => writeln!(out, "\nThe dumpfile is saved to {}.\n", args.output.display())?,
         }
         writeln!(out, "makedumpfile Completed.")?;

@@ -47,6 +47,17 @@ fn count_zero_pages(r: &KdumpReader<File>) -> anyhow::Result<u64> {
     Ok(n)
 }
 
+/// phys_base as [`KdumpReader::phys_base`] takes it, saying where from and
+/// when the sub header disagrees (QEMU's hex parsing, kdump-format.md §9).
+fn phys_base(r: &KdumpReader<File>) -> String {
+    let (value, sub) = (r.phys_base(), r.sub_header().phys_base);
+    match r.vmcoreinfo().and_then(|i| i.phys_base()) {
+        None => format!("{value} (sub header)"),
+        Some(_) if value as u64 == sub => format!("{value} (VMCOREINFO, sub header agrees)"),
+        Some(_) => format!("{value} (VMCOREINFO; the sub header's {sub:#x} is ignored)"),
+    }
+}
+
 fn count_ram(r: &KdumpReader<File>) -> anyhow::Result<u64> {
     let mut cursor = r.ram_cursor();
     let mut n = 0;
@@ -64,15 +75,18 @@ pub fn run(args: &InfoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let r = open(&args.dump)?;
     let (h, sub) = (r.header(), r.sub_header());
     let text = |i| String::from_utf8_lossy(h.utsname.get(i)).into_owned();
+    // QEMU fills only `machine` (kdump-format.md §9): the release then comes from VMCOREINFO.
+    let mut release = text(Utsname::RELEASE);
+    if release.is_empty()
+        && let Some(osrelease) = r.vmcoreinfo().and_then(|i| i.osrelease())
+    {
+        release = format!("{osrelease} (OSRELEASE; the header's utsname has none)");
+    }
     writeln!(out, "file             : {} ({:#x} bytes)", args.dump.display(), r.file_size())?;
     writeln!(out, "header version   : {}", h.header_version)?;
-    writeln!(
-        out,
-        "kernel           : {} {} {}",
-        text(Utsname::SYSNAME),
-        text(Utsname::RELEASE),
-        text(Utsname::MACHINE)
-    )?;
+    let kernel = [text(Utsname::SYSNAME), release, text(Utsname::MACHINE)];
+    let kernel: Vec<&str> = kernel.iter().map(String::as_str).filter(|s| !s.is_empty()).collect();
+    writeln!(out, "kernel           : {}", kernel.join(" "))?;
     writeln!(
         out,
         "status           : {:#x}{}",
@@ -85,6 +99,7 @@ pub fn run(args: &InfoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     writeln!(out, "block size       : {:#x}", r.block_size())?;
     writeln!(out, "max_mapnr        : {:#x}", r.max_mapnr())?;
     writeln!(out, "nr_cpus          : {}", h.nr_cpus)?;
+    writeln!(out, "phys_base        : {}", phys_base(&r))?;
     writeln!(out, "RAM pages        : {:#x}", count_ram(&r)?)?;
     writeln!(out, "pages in file    : {:#x}", r.num_dumpable())?;
     writeln!(out, "zero pages       : {:#x}", count_zero_pages(&r)?)?;

@@ -8,6 +8,7 @@ mod dmesg;
 mod dump;
 mod info;
 mod plugins;
+pub(crate) mod reassemble;
 mod split;
 mod synth;
 mod verify;
@@ -43,6 +44,8 @@ pub enum Command {
     Info(info::InfoArgs),
     /// Check a kdump-compressed file, page by page, optionally against its source vmcore.
     Verify(verify::VerifyArgs),
+    /// Join the pieces of a split dump (`dump --split`, makedumpfile --split) into one file.
+    Reassemble(reassemble::ReassembleArgs),
     /// Write the kernel log of an ELF vmcore or a dump (as makedumpfile --dump-dmesg).
     Dmesg(dmesg::DmesgArgs),
     /// makedumpfile's command line (also: run vmdump under the name `makedumpfile`).
@@ -79,6 +82,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Synth(args) => synth::run(&args).map(|()| Outcome::Success),
         Command::Makedumpfile { args } => compat::run(&args, &cli.plugin_dirs),
         Command::Dmesg(args) => dmesg::run(&args, &cli.plugin_dirs).map(|()| Outcome::Success),
+        Command::Reassemble(args) => reassemble::run(&args),
         Command::Info(args) => info::run(&args, &mut std::io::stdout().lock()).map(|()| Outcome::Success),
         Command::Verify(args) => {
             verify::run(&args, &cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success)

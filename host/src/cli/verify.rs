@@ -14,8 +14,9 @@ use crate::read::{Modules, Problems, VerifyStats, verify};
 /// Arguments of `vmdump verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// A kdump-compressed file (plain, not flattened).
-    pub dump: PathBuf,
+    /// A kdump-compressed file (plain or flattened), or every piece of a split dump.
+    #[arg(required = true, num_args = 1.., value_name = "DUMP")]
+    pub dump: Vec<PathBuf>,
     /// The ELF vmcore it was made from: every page is compared with it.
     #[arg(long, value_name = "VMCORE")]
     pub against: Option<PathBuf>,
@@ -26,6 +27,9 @@ fn summary(s: &VerifyStats, p: &Problems, against: bool) -> String {
         "verified {} pages: {} compressed, {} raw, {} zero, {} lost, {} excluded ({} of them zero in the source)",
         s.stored, s.compressed, s.raw, s.zero, s.lost, s.excluded, s.excluded_zero
     );
+    if s.other_pieces > 0 {
+        line += &format!("; {} pages in the other pieces of the split dump", s.other_pieces);
+    }
     if against {
         line += &format!("; {} equal to the source", s.equal);
         if s.source_beyond > 0 {
@@ -41,7 +45,8 @@ fn summary(s: &VerifyStats, p: &Problems, against: bool) -> String {
 /// The dump or the source cannot be opened, or the dump has problems
 /// (the message names the first).
 pub fn run(args: &VerifyArgs, plugin_dirs: &[PathBuf], out: &mut impl Write) -> anyhow::Result<()> {
-    let reader = super::info::open(&args.dump)?;
+    let reader = crate::read::open_dump_set(&args.dump)?;
+    let name = args.dump.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
     let source = match &args.against {
         Some(path) => {
             Some(Vmcore::open(path).with_context(|| format!("{}: cannot read the source", path.display()))?)
@@ -52,7 +57,7 @@ pub fn run(args: &VerifyArgs, plugin_dirs: &[PathBuf], out: &mut impl Write) -> 
     let modules = Modules::new(&registry);
     let (stats, problems) = verify(&reader, modules.decoder(), source.as_ref());
     for message in &problems.first {
-        writeln!(out, "{}: {message}", args.dump.display())?;
+        writeln!(out, "{name}: {message}")?;
     }
     if problems.count > problems.first.len() as u64 {
         writeln!(out, "... and {} more problems", problems.count - problems.first.len() as u64)?;
@@ -61,7 +66,7 @@ pub fn run(args: &VerifyArgs, plugin_dirs: &[PathBuf], out: &mut impl Write) -> 
     match problems.first.first() {
         None => Ok(()),
         Some(first) => {
-            anyhow::bail!("{}: {} problems, the first: {first}", args.dump.display(), problems.count)
+            anyhow::bail!("{name}: {} problems, the first: {first}", problems.count)
         }
     }
 }

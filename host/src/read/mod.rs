@@ -5,10 +5,12 @@
 
 pub mod decode;
 pub mod phys;
+pub mod reassemble;
 pub mod verify;
 
 pub use decode::{Decoder, Modules};
 pub use phys::DumpMemory;
+pub use reassemble::{Reassembled, reassemble};
 pub use verify::{Problems, VerifyStats, verify};
 
 use std::fs::File;
@@ -32,22 +34,49 @@ pub fn open_dump(path: &Path) -> anyhow::Result<KdumpReader<File>> {
     KdumpReader::open(file).with_context(|| format!("{}: not a valid kdump-compressed file", path.display()))
 }
 
-/// The plain file of a flattened stream, in the temporary directory, removed
-/// from it at once (the open file stays readable).
-fn rearranged(path: &Path, stream: &mut File) -> anyhow::Result<File> {
+/// Opens a dump given as one file or as the pieces of a split dump: pieces
+/// are first reassembled into an unlinked temporary file.
+///
+/// # Errors
+/// As [`open_dump`], or the pieces do not form one dump.
+pub fn open_dump_set(paths: &[std::path::PathBuf]) -> anyhow::Result<KdumpReader<File>> {
+    let [first, rest @ ..] = paths else { anyhow::bail!("no dump file given") };
+    if rest.is_empty() {
+        return open_dump(first);
+    }
+    let pieces = paths
+        .iter()
+        .map(|p| Ok((p.display().to_string(), open_dump(p)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let file = temporary_file(first, "reassembled")?;
+    let mut sink = crate::output::sink::FileSink::new(file.try_clone()?, None);
+    reassemble(pieces, &mut sink).context("reassembling the split dump")?;
+    KdumpReader::open(file).context("the reassembled split dump")
+}
+
+/// A new file in the temporary directory, removed from it at once (the
+/// open file stays usable).
+fn temporary_file(path: &Path, what: &str) -> anyhow::Result<File> {
     let name = format!(
-        "vmdump-rearranged-{}-{}",
+        "vmdump-{what}-{}-{}",
         std::process::id(),
         path.file_name().map_or("".into(), |n| n.to_string_lossy())
     );
     let temp = std::env::temp_dir().join(name);
-    let mut plain = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
         .open(&temp)
         .with_context(|| format!("cannot create {}", temp.display()))?;
     let _ = std::fs::remove_file(&temp);
+    Ok(file)
+}
+
+/// The plain file of a flattened stream, in the temporary directory, removed
+/// from it at once (the open file stays readable).
+fn rearranged(path: &Path, stream: &mut File) -> anyhow::Result<File> {
+    let mut plain = temporary_file(path, "rearranged")?;
     let mut input = std::io::BufReader::with_capacity(1 << 20, stream);
     vmdump_format::flat::rearrange(&mut input, &mut plain)
         .with_context(|| format!("{}: flattened stream", path.display()))?;

@@ -42,6 +42,8 @@ pub struct VerifyStats {
     pub compressed: u64,
     /// Descriptors lost in an incomplete dump.
     pub lost: u64,
+    /// Pages of the other pieces of a split dump (not in this file).
+    pub other_pieces: u64,
     /// RAM pages left out (excluded by the dump level).
     pub excluded: u64,
     /// Of the excluded pages: all zero in the source.
@@ -85,6 +87,7 @@ impl Checker<'_, '_> {
         let (desc, bytes) = match self.reader.page_at(pfn, index) {
             Ok(StoredPage::Stored { desc, bytes }) => (desc, bytes),
             Ok(StoredPage::Lost) => return self.stats.lost += 1,
+            Ok(StoredPage::OtherPiece) => return self.stats.other_pieces += 1,
             Ok(other) => return self.problems.push(format!("pfn {pfn:#x}: dumpable but read as {other:?}")),
             Err(e) => return self.problems.push(e.to_string()),
         };

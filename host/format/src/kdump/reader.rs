@@ -28,6 +28,9 @@ pub enum StoredPage {
     Excluded,
     /// Descriptor offset 0 in an incomplete dump (§1.11): the data never reached the disk.
     Lost,
+    /// Dumpable, but outside the pfns of this split piece (§2.3): another
+    /// piece of the set holds it.
+    OtherPiece,
     /// The page's descriptor and its stored bytes (compressed when `desc.flags != 0`).
     Stored {
         /// The descriptor.
@@ -45,6 +48,8 @@ pub struct KdumpReader<R> {
     sub: SubHeader,
     geometry: Geometry,
     prefix: PrefixTable,
+    /// Descriptors of pfns before this split piece's start (0 unless split).
+    first_index: u64,
     data_offset: u64,
     notes: Vec<u8>,
     vmcoreinfo: Option<VmcoreInfo>,
@@ -110,13 +115,29 @@ impl<R: ReadAt> KdumpReader<R> {
                 return Err(FormatError::Truncated { what: "page_desc table", offset, len, size: file_size });
             }
         };
+        let first_index = match geometry.piece {
+            Some((start, _)) if start < geometry.max_mapnr => prefix.rank(&src, start)?,
+            Some(_) => prefix.total(),
+            None => 0,
+        };
         let notes = read_vec(&src, "notes", geometry.notes.0, geometry.notes.1)?;
         let (info_at, info_len) = geometry.vmcoreinfo;
         let vmcoreinfo = match info_len {
             0 => None,
             _ => Some(VmcoreInfo::parse(&read_vec(&src, "VMCOREINFO", info_at, info_len)?)?),
         };
-        Ok(KdumpReader { src, file_size, header, sub, geometry, prefix, data_offset, notes, vmcoreinfo })
+        Ok(KdumpReader {
+            src,
+            file_size,
+            header,
+            sub,
+            geometry,
+            prefix,
+            first_index,
+            data_offset,
+            notes,
+            vmcoreinfo,
+        })
     }
 
     /// The disk dump header.
@@ -167,6 +188,20 @@ impl<R: ReadAt> KdumpReader<R> {
     /// Whether the dump was truncated (status bit 0x8, §1.11).
     pub fn is_incomplete(&self) -> bool {
         self.header.status & DUMP_DH_COMPRESSED_INCOMPLETE != 0
+    }
+
+    /// The kernel's phys_base (kdump-format.md §5.6): `NUMBER(phys_base)` of
+    /// the VMCOREINFO when the dump has it, else the sub header's value.
+    /// VMCOREINFO wins because QEMU's `dump-guest-memory` fills the sub
+    /// header from that same line parsed as hex although the kernel prints
+    /// it in decimal (§9): its value is wrong whenever it is not 0..=9.
+    pub fn phys_base(&self) -> i64 {
+        self.vmcoreinfo.as_ref().and_then(VmcoreInfo::phys_base).unwrap_or(self.sub.phys_base as i64)
+    }
+
+    /// The pfns of this piece of a split dump (§2.3), `None` for a whole dump.
+    pub fn piece(&self) -> Option<std::ops::Range<u64>> {
+        self.geometry.piece.map(|(start, end)| start..end)
     }
 
     /// The dump level of the sub header.
@@ -266,14 +301,16 @@ impl<R: ReadAt> KdumpReader<R> {
     /// As [`KdumpReader::page`]; `Ok(None)` for a descriptor beyond the end
     /// of an incomplete dump.
     pub fn descriptor(&self, pfn: u64, index: u64) -> Result<Option<PageDesc>, FormatError> {
-        let at = self.geometry.page_desc_offset + index * PAGE_DESC_SIZE as u64;
         if index >= self.num_dumpable() {
             let reason = format!(
                 "pfn {pfn:#x}: descriptor index {index} beyond the {} descriptors",
                 self.num_dumpable()
             );
+            let at = index.saturating_mul(PAGE_DESC_SIZE as u64).saturating_add(self.geometry.page_desc_offset);
             return Err(FormatError::BadKdump { what: "page_desc", offset: at, reason });
         }
+        // No overflow: `open` checked page_desc_offset + 24 * num_dumpable.
+        let at = self.geometry.page_desc_offset + index * PAGE_DESC_SIZE as u64;
         if at + PAGE_DESC_SIZE as u64 > self.file_size && self.is_incomplete() {
             return Ok(None);
         }
@@ -282,12 +319,16 @@ impl<R: ReadAt> KdumpReader<R> {
         PageDesc::decode(&buf).map(Some)
     }
 
-    /// [`KdumpReader::page`] for a dumpable pfn whose descriptor index is known
-    /// (from [`KdumpReader::dumpable_pfns`]).
+    /// [`KdumpReader::page`] for a dumpable pfn whose rank in the 2nd
+    /// bitmap is known (from [`KdumpReader::dumpable_pfns`]).
     ///
     /// # Errors
     /// As [`KdumpReader::page`].
-    pub fn page_at(&self, pfn: u64, index: u64) -> Result<StoredPage, FormatError> {
+    pub fn page_at(&self, pfn: u64, rank: u64) -> Result<StoredPage, FormatError> {
+        if self.piece().is_some_and(|p| !p.contains(&pfn)) {
+            return Ok(StoredPage::OtherPiece);
+        }
+        let index = rank - self.first_index;
         let Some(desc) = self.descriptor(pfn, index)? else { return Ok(StoredPage::Lost) };
         if desc.offset == 0 && self.is_incomplete() {
             return Ok(StoredPage::Lost);
@@ -305,7 +346,12 @@ impl<R: ReadAt> KdumpReader<R> {
         Ok(StoredPage::Stored { desc, bytes })
     }
 
-    fn check_desc(&self, pfn: u64, d: &PageDesc) -> Result<(), String> {
+    /// Checks that descriptor `d` of `pfn` points at one page's worth of
+    /// data inside the data area, with one known compression flag.
+    ///
+    /// # Errors
+    /// Why not, in words naming the pfn.
+    pub fn check_desc(&self, pfn: u64, d: &PageDesc) -> Result<(), String> {
         let bs = self.geometry.block_size;
         let end = d.offset.checked_add(u64::from(d.size));
         if end.is_none_or(|end| end > self.file_size) {

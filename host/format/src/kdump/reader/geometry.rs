@@ -28,6 +28,8 @@ pub struct Geometry {
     pub notes: (u64, u64),
     /// VMCOREINFO text (offset, length); (0, 0) without.
     pub vmcoreinfo: (u64, u64),
+    /// The pfns `[start, end)` of a split piece (§2.3); `None` for a whole dump.
+    pub piece: Option<(u64, u64)>,
 }
 
 fn bad(what: &'static str, offset: u64, reason: String) -> FormatError {
@@ -93,6 +95,22 @@ fn notes_ranges(
     Ok([notes, info])
 }
 
+/// The pfns of a split piece: sub header `split` set (from version 2),
+/// the 64-bit fields from version 6 on; they must lie in `[0, max_mapnr]`.
+fn split_piece(h: &DiskDumpHeader, sub: &SubHeader, max_mapnr: u64) -> Result<Option<(u64, u64)>, String> {
+    if h.header_version < 2 || sub.split == 0 {
+        return Ok(None);
+    }
+    let (start, end) = match h.header_version >= 6 {
+        true => (sub.start_pfn_64, sub.end_pfn_64),
+        false => (sub.start_pfn, sub.end_pfn),
+    };
+    if start > end || end > max_mapnr {
+        return Err(format!("split piece pfns {start:#x}..{end:#x} are not within max_mapnr {max_mapnr:#x}"));
+    }
+    Ok(Some((start, end)))
+}
+
 impl Geometry {
     /// Validates header and sub header against a file of `file_size` bytes.
     ///
@@ -102,10 +120,8 @@ impl Geometry {
     pub fn new(h: &DiskDumpHeader, sub: &SubHeader, file_size: u64) -> Result<Self, FormatError> {
         let bs = check_header(h, file_size)?;
         let sh = "kdump_sub_header";
-        if h.header_version >= 2 && sub.split != 0 {
-            return Err(bad(sh, bs + 12, "split dumps (--split pieces) are not supported".into()));
-        }
         let max_mapnr = if h.header_version >= 6 { sub.max_mapnr_64 } else { u64::from(h.max_mapnr) };
+        let piece = split_piece(h, sub, max_mapnr).map_err(|reason| bad(sh, bs + 12, reason))?;
         let bitmap1_offset = checked((1 + h.sub_hdr_size as u64).checked_mul(bs), sh, bs)?;
         let [notes, vmcoreinfo] = notes_ranges(h, sub, bs, bitmap1_offset)?;
         let half_blocks = max_mapnr.div_ceil(8).div_ceil(bs);
@@ -137,6 +153,7 @@ impl Geometry {
             page_desc_offset,
             notes,
             vmcoreinfo,
+            piece,
         })
     }
 }

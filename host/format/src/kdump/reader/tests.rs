@@ -27,7 +27,7 @@ fn fake_compressed(pfn: u64) -> Vec<u8> {
 /// A dump with level 1 (shared zero page), zstd status, some pages
 /// "compressed" (opaque bytes) and some raw; `status` extra bits OR'ed in.
 fn build(extra_status: u32) -> Vec<u8> {
-    let text = b"OSRELEASE=6.1.0-test\nPAGESIZE=4096\nCRASHTIME=1700000000\n";
+    let text = b"OSRELEASE=6.1.0-test\nPAGESIZE=4096\nNUMBER(phys_base)=-411041792\nCRASHTIME=1700000000\n";
     let note = crate::synth::image_note(Endian::Little, b"VMCOREINFO", 0, text);
     let notes = Notes::from_bytes(note, Endian::Little).unwrap();
     let dumpable: Vec<u64> = (0..MAX_MAPNR).filter(|&p| is_dumpable(p)).collect();
@@ -82,7 +82,7 @@ fn reads_every_page_of_a_valid_dump() {
         match r.page(p).unwrap() {
             StoredPage::Hole => assert!(!is_ram(p) || p >= MAX_MAPNR),
             StoredPage::Excluded => assert!(is_ram(p) && !is_dumpable(p)),
-            StoredPage::Lost => panic!("lost page in a complete dump"),
+            StoredPage::Lost | StoredPage::OtherPiece => panic!("pfn {p}: lost or elsewhere in a whole dump"),
             StoredPage::Stored { desc, bytes } if is_zero(p) => {
                 assert_eq!((desc.offset, bytes.len()), (zero, BS));
                 assert!(bytes.iter().all(|&b| b == 0));
@@ -95,6 +95,21 @@ fn reads_every_page_of_a_valid_dump() {
             }
         }
     }
+}
+
+#[test]
+fn phys_base_prefers_vmcoreinfo_over_the_sub_header() {
+    let mut bytes = build(0);
+    // What QEMU writes: the decimal "-411041792" parsed as hex (§9).
+    let qemu = 0x4_1104_1792u64.wrapping_neg();
+    bytes[BS..BS + 8].copy_from_slice(&qemu.to_le_bytes());
+    assert_eq!(KdumpReader::open(&bytes[..]).unwrap().phys_base(), -411_041_792);
+    // Without VMCOREINFO (offset/size 0/0, QEMU without the vmcoreinfo
+    // device) only the sub header is left.
+    bytes[BS + 32..BS + 48].fill(0);
+    let r = KdumpReader::open(&bytes[..]).unwrap();
+    assert!(r.vmcoreinfo().is_none());
+    assert_eq!(r.phys_base(), qemu as i64);
 }
 
 #[test]
@@ -214,4 +229,16 @@ fn garbage_and_empty_files_are_clean_errors() {
     header_only.truncate(BS + 50);
     let e = KdumpReader::open(&header_only[..]).unwrap_err().to_string();
     assert!(e.contains("kdump_sub_header"), "{e}");
+}
+
+#[test]
+fn descriptor_index_far_beyond_the_table_is_an_error_not_an_overflow() {
+    // Found by fuzzing (target kdump): the descriptor's offset was computed
+    // as page_desc_offset + 24 * index before index was checked.
+    let bytes = build(0);
+    let r = KdumpReader::open(&bytes[..]).unwrap();
+    for index in [r.num_dumpable(), u64::MAX / 24, u64::MAX] {
+        let e = r.descriptor(3, index).unwrap_err().to_string();
+        assert!(e.contains("beyond the") && e.contains("descriptors"), "{e}");
+    }
 }

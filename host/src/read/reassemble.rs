@@ -1,0 +1,240 @@
+//! Joining the pieces of a split dump into one kdump-compressed file
+//! (kdump-format.md §2.3), as `makedumpfile --reassemble` does: the
+//! headers, notes and bitmaps of the first piece (the same in every one),
+//! then each piece's descriptors and data in pfn order. Page data is copied
+//! as it is stored, in runs of contiguous bytes, never recompressed; the
+//! pieces' shared zero pages become one.
+
+use std::fs::File;
+use std::ops::Range;
+
+use anyhow::{Context, bail, ensure};
+use vmdump_format::ReadAt;
+use vmdump_format::kdump::{DUMP_DH_COMPRESSED_INCOMPLETE, KdumpReader, PAGE_DESC_SIZE, PageDesc};
+
+use crate::output::sink::Sink;
+
+/// Bytes copied per read.
+const COPY_BYTES: usize = 1 << 20;
+/// Descriptors read or written at once (64 KiB).
+const DESC_CHUNK: usize = (64 << 10) / PAGE_DESC_SIZE;
+
+/// What the reassembly wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reassembled {
+    /// Descriptors written.
+    pub pages: u64,
+    /// Whether a piece was incomplete (so is the result).
+    pub incomplete: bool,
+    /// Bytes of the result.
+    pub bytes: u64,
+}
+
+/// A named piece.
+pub type Piece = (String, KdumpReader<File>);
+
+/// Sorts the pieces by start pfn and checks that they form one dump: split
+/// pieces of the same machine and dump, covering `[0, max_mapnr)` without
+/// gap or overlap.
+fn check_set(pieces: &mut [Piece]) -> anyhow::Result<()> {
+    ensure!(!pieces.is_empty(), "no piece to reassemble");
+    for (name, r) in pieces.iter() {
+        ensure!(r.piece().is_some(), "{name}: not a piece of a split dump (its sub header says split = 0)");
+    }
+    pieces.sort_by_key(|(_, r)| r.piece().map_or(0, |p| p.start));
+    let (first_name, first) = &pieces[0];
+    let same = |r: &KdumpReader<File>| {
+        let mut a = *r.header();
+        let mut b = *first.header();
+        a.status &= !DUMP_DH_COMPRESSED_INCOMPLETE;
+        b.status &= !DUMP_DH_COMPRESSED_INCOMPLETE;
+        a == b && r.num_dumpable() == first.num_dumpable() && r.dump_level() == first.dump_level()
+    };
+    let mut next = 0;
+    for (name, r) in pieces.iter() {
+        ensure!(same(r), "{name}: its header differs from {first_name}'s: not a piece of the same dump");
+        let piece = r.piece().expect("checked");
+        ensure!(
+            piece.start == next,
+            "{name}: starts at pfn {:#x}, but the pieces before end at {next:#x}",
+            piece.start
+        );
+        next = piece.end;
+    }
+    ensure!(
+        next == first.max_mapnr(),
+        "the pieces end at pfn {next:#x}, before max_mapnr {:#x}: a piece is missing",
+        first.max_mapnr()
+    );
+    Ok(())
+}
+
+/// Copies `len` bytes at `from` in `src` to `to` in `sink`.
+fn copy_bytes(src: &File, from: u64, len: u64, sink: &mut dyn Sink, to: u64) -> anyhow::Result<()> {
+    let mut buf = vec![0u8; COPY_BYTES.min(len as usize)];
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(COPY_BYTES as u64) as usize;
+        src.read_exact_at(&mut buf[..n], from + done)
+            .with_context(|| format!("reading at {:#x}", from + done))?;
+        sink.write_at(to + done, &buf[..n])?;
+        done += n as u64;
+    }
+    Ok(())
+}
+
+/// The output side: descriptors queued, data placed in runs.
+struct Joiner<'s> {
+    sink: &'s mut dyn Sink,
+    descs: Vec<u8>,
+    descs_at: u64,
+    data_end: u64,
+    zero_page: Option<u64>,
+    pages: u64,
+    /// The run of contiguous source bytes being gathered: source offset,
+    /// length, offset in the output.
+    run: (u64, u64, u64),
+}
+
+impl Joiner<'_> {
+    fn push_desc(&mut self, desc: &PageDesc) -> anyhow::Result<()> {
+        self.descs.extend_from_slice(&desc.encode());
+        self.pages += 1;
+        if self.descs.len() >= DESC_CHUNK * PAGE_DESC_SIZE {
+            self.sink.write_at(self.descs_at, &self.descs)?;
+            self.descs_at += self.descs.len() as u64;
+            self.descs.clear();
+        }
+        Ok(())
+    }
+
+    fn flush_run(&mut self, src: &File) -> anyhow::Result<()> {
+        let (from, len, to) = self.run;
+        if len > 0 {
+            copy_bytes(src, from, len, self.sink, to)?;
+        }
+        self.data_end = to + len;
+        self.run = (0, 0, self.data_end);
+        Ok(())
+    }
+
+    /// Where stored data at `offset` of `src` lands in the output.
+    fn place(&mut self, src: &File, offset: u64, size: u64) -> anyhow::Result<u64> {
+        let (from, len, _) = self.run;
+        if len == 0 || offset != from + len {
+            self.flush_run(src)?;
+            self.run = (offset, 0, self.data_end);
+        }
+        self.run.1 += size;
+        Ok(self.run.2 + (offset - self.run.0))
+    }
+
+    /// Descriptors and data of one piece, in pfn order.
+    fn piece(&mut self, name: &str, r: &KdumpReader<File>, pfns: Range<u64>) -> anyhow::Result<()> {
+        let zero = r.zero_page_offset();
+        let mut table = Vec::new();
+        let (mut local, mut table_start) = (0u64, 0u64);
+        for item in r.dumpable_pfns() {
+            let (pfn, _) = item.with_context(|| format!("{name}: 2nd bitmap"))?;
+            if pfn < pfns.start {
+                continue;
+            }
+            if pfn >= pfns.end {
+                break;
+            }
+            if local >= table_start + (table.len() / PAGE_DESC_SIZE) as u64 {
+                table_start = local;
+                table = read_descs(r, local).with_context(|| format!("{name}: pfn {pfn:#x}"))?;
+            }
+            let at = ((local - table_start) as usize) * PAGE_DESC_SIZE;
+            let desc = PageDesc::decode(&table[at..at + PAGE_DESC_SIZE])?;
+            local += 1;
+            self.page(name, r, pfn, desc, zero)?;
+        }
+        self.flush_run(r.source())
+    }
+
+    fn page(
+        &mut self,
+        name: &str,
+        r: &KdumpReader<File>,
+        pfn: u64,
+        mut desc: PageDesc,
+        zero: Option<u64>,
+    ) -> anyhow::Result<()> {
+        if desc.offset == 0 && r.is_incomplete() {
+            return self.push_desc(&PageDesc::default());
+        }
+        if zero.is_some_and(|z| z == desc.offset) {
+            let offset = self.zero_page.with_context(|| format!("{name}: pfn {pfn:#x}: zero page"))?;
+            return self.push_desc(&PageDesc { offset, ..desc });
+        }
+        r.check_desc(pfn, &desc).map_err(|why| anyhow::anyhow!("{name}: {why}"))?;
+        desc.offset = self.place(r.source(), desc.offset, u64::from(desc.size))?;
+        self.push_desc(&desc)
+    }
+}
+
+/// Up to [`DESC_CHUNK`] descriptors of `r` from index `local`; fewer at
+/// the end of the file of an incomplete piece.
+fn read_descs(r: &KdumpReader<File>, local: u64) -> anyhow::Result<Vec<u8>> {
+    let at = r.geometry().page_desc_offset + local * PAGE_DESC_SIZE as u64;
+    let room = r.file_size().saturating_sub(at) / PAGE_DESC_SIZE as u64;
+    let n = (DESC_CHUNK as u64).min(room).max(1) as usize;
+    let mut buf = vec![0u8; n * PAGE_DESC_SIZE];
+    match r.source().read_exact_at(&mut buf, at) {
+        Ok(()) => Ok(buf),
+        // Descriptors beyond the end of an incomplete piece read as lost (offset 0).
+        Err(_) if r.is_incomplete() => Ok(vec![0u8; PAGE_DESC_SIZE]),
+        Err(e) => Err(e).with_context(|| format!("page descriptors at {at:#x}")),
+    }
+}
+
+/// Writes the dump the `pieces` make into `sink`.
+///
+/// # Errors
+/// The pieces do not form one dump, a piece cannot be read or holds a bad
+/// descriptor (named by file and pfn), or the sink fails.
+pub fn reassemble(mut pieces: Vec<Piece>, sink: &mut dyn Sink) -> anyhow::Result<Reassembled> {
+    check_set(&mut pieces)?;
+    let incomplete = pieces.iter().any(|(_, r)| r.is_incomplete());
+    let first = &pieces[0].1;
+    let g = first.geometry();
+    copy_bytes(first.source(), 0, g.page_desc_offset, sink, 0)?;
+    let mut header = *first.header();
+    if incomplete {
+        header.status |= DUMP_DH_COMPRESSED_INCOMPLETE;
+    }
+    sink.write_at(0, &header.encode())?;
+    let mut sub = *first.sub_header();
+    (sub.split, sub.start_pfn, sub.end_pfn, sub.start_pfn_64, sub.end_pfn_64) = (0, 0, 0, 0, 0);
+    sink.write_at(first.block_size(), &sub.encode())?;
+    let data_offset = first.data_offset();
+    let mut joiner = Joiner {
+        sink,
+        descs: Vec::with_capacity(DESC_CHUNK * PAGE_DESC_SIZE),
+        descs_at: g.page_desc_offset,
+        data_end: data_offset,
+        zero_page: None,
+        pages: 0,
+        run: (0, 0, data_offset),
+    };
+    if first.zero_page_offset().is_some() {
+        joiner.sink.write_at(data_offset, &vec![0u8; first.block_size() as usize])?;
+        joiner.zero_page = Some(data_offset);
+        joiner.data_end += first.block_size();
+        joiner.run.2 = joiner.data_end;
+    }
+    for (name, r) in &pieces {
+        let range = r.piece().expect("checked");
+        joiner.piece(name, r, range)?;
+    }
+    if joiner.pages != first.num_dumpable() && !incomplete {
+        bail!("the pieces hold {} descriptors, the bitmap has {}", joiner.pages, first.num_dumpable());
+    }
+    let descs = std::mem::take(&mut joiner.descs);
+    joiner.sink.write_at(joiner.descs_at, &descs)?;
+    let pages = joiner.pages;
+    joiner.sink.finish()?;
+    Ok(Reassembled { pages, incomplete, bytes: joiner.sink.bytes_written() })
+}

@@ -1,0 +1,160 @@
+//! Split dumps (`dump --split N`, makedumpfile's `--split`) and their
+//! reassembly, by vmdump and by makedumpfile, judged by libkdumpfile; on a
+//! synthetic kernel, and on the real vmcore-SK when the fixtures are there.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use support::dumps::{fixtures, libkdumpfile_compare, makedumpfile_ok, vmdump, vmdump_ok};
+use support::synthetic::{OsArg, expect_failure, kernel_spec, synthetic};
+use support::temp_dir;
+use vmdump_format::kdump::KdumpReader;
+use vmdump_format::synth::Flavour;
+
+/// `vmdump dump --split 3` of `vmcore` at `level`; returns the pieces.
+fn split(vmcore: &Path, out: &Path, level: &str, block: &str) -> Vec<PathBuf> {
+    let args: Vec<OsArg> = vec![
+        "dump".into(),
+        "--no-progress".into(),
+        "--compress".into(),
+        "zlib".into(),
+        "-d".into(),
+        level.into(),
+        "--split".into(),
+        "3".into(),
+        "--splitblock-size".into(),
+        block.into(),
+        vmcore.into(),
+        out.into(),
+    ];
+    vmdump_ok(args);
+    (1..=3).map(|i| PathBuf::from(format!("{}.{i}", out.display()))).collect()
+}
+
+/// The pfn ranges of the pieces, from their sub headers.
+fn pieces_of(pieces: &[PathBuf]) -> Vec<std::ops::Range<u64>> {
+    pieces
+        .iter()
+        .map(|p| {
+            let reader = KdumpReader::open(std::fs::File::open(p).unwrap()).unwrap();
+            reader.piece().unwrap_or_else(|| panic!("{} is not a split piece", p.display()))
+        })
+        .collect()
+}
+
+fn reassemble_both(pieces: &[PathBuf], dir: &Path) -> (PathBuf, PathBuf) {
+    let ours = dir.join("vmdump-reassembled");
+    let mut args: Vec<OsArg> = vec!["reassemble".into()];
+    args.extend(pieces.iter().rev().map(|p| p.as_path().into()));
+    args.push(ours.as_path().into());
+    vmdump_ok(args);
+    let theirs = dir.join("makedumpfile-reassembled");
+    let mut args: Vec<OsArg> = vec!["--reassemble".into()];
+    args.extend(pieces.iter().map(|p| p.as_path().into()));
+    args.push(theirs.as_path().into());
+    makedumpfile_ok(args);
+    (ours, theirs)
+}
+
+/// Pieces of vmdump's split dump: contiguous, each holding pages, each
+/// verifying alone; joined by vmdump and by makedumpfile into the same
+/// bytes, which libkdumpfile reads page-exact.
+fn check_split_dump(vmcore: &Path, dir: &Path, level: &str, block: &str) {
+    let pieces = split(vmcore, &dir.join("split"), level, block);
+    let ranges = pieces_of(&pieces);
+    assert_eq!(ranges[0].start, 0);
+    assert!(ranges.windows(2).all(|w| w[0].end == w[1].start), "{ranges:?}");
+    assert!(ranges.iter().all(|r| !r.is_empty()), "every piece should hold pages: {ranges:?}");
+    for piece in &pieces {
+        let out = vmdump(["verify".as_ref(), piece.as_os_str(), "--against".as_ref(), vmcore.as_os_str()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && text.contains("in the other pieces"), "{}: {text}", piece.display());
+    }
+    let mut set: Vec<OsArg> = vec!["verify".into()];
+    set.extend(pieces.iter().map(|p| p.as_path().into()));
+    set.extend(["--against".into(), vmcore.into()]);
+    vmdump_ok(set);
+    let (ours, theirs) = reassemble_both(&pieces, dir);
+    assert!(std::fs::read(&ours).unwrap() == std::fs::read(&theirs).unwrap(), "reassemblies differ");
+    let read = libkdumpfile_compare(&ours, vmcore);
+    let stored = KdumpReader::open(std::fs::File::open(&ours).unwrap()).unwrap().num_dumpable();
+    assert_eq!((read.different, read.equal), (0, stored), "{}", read.raw);
+}
+
+#[test]
+fn split_dumps_of_a_synthetic_kernel_reassemble_page_exact() {
+    let dir = temp_dir("split-synthetic");
+    let (vmcore, _) = synthetic(&dir, kernel_spec(Flavour::Linux6_1));
+    check_split_dump(&vmcore, &dir, "31", "8M");
+}
+
+#[test]
+fn makedumpfiles_pieces_reassemble_to_its_own_bytes() {
+    let dir = temp_dir("split-makedumpfile");
+    let (vmcore, _) = synthetic(&dir, kernel_spec(Flavour::Linux6_1));
+    let pieces: Vec<PathBuf> = (1..=3).map(|i| dir.join(format!("piece{i}"))).collect();
+    let mut args: Vec<OsArg> = ["--split", "--splitblock-size", "8192", "-c", "-d", "1"].map(OsArg::from).into();
+    args.push(vmcore.as_path().into());
+    args.extend(pieces.iter().map(|p| p.as_path().into()));
+    makedumpfile_ok(args);
+    let (ours, theirs) = reassemble_both(&pieces, &dir);
+    assert!(std::fs::read(&ours).unwrap() == std::fs::read(&theirs).unwrap(), "reassemblies differ");
+    let mut set: Vec<OsArg> = vec!["verify".into()];
+    set.extend(pieces.iter().map(|p| p.as_path().into()));
+    set.extend(["--against".into(), vmcore.as_path().into()]);
+    vmdump_ok(set);
+}
+
+#[test]
+fn the_makedumpfile_command_line_splits_and_reassembles() {
+    let dir = temp_dir("split-compat");
+    let (vmcore, _) = synthetic(&dir, kernel_spec(Flavour::Linux6_1));
+    let pieces: Vec<PathBuf> = (1..=3).map(|i| dir.join(format!("piece{i}"))).collect();
+    let mut args: Vec<OsArg> =
+        ["makedumpfile", "--split", "--splitblock-size", "8192", "-l", "-d", "31"].map(OsArg::from).into();
+    args.push(vmcore.as_path().into());
+    args.extend(pieces.iter().map(|p| p.as_path().into()));
+    vmdump_ok(args);
+    let whole = dir.join("whole");
+    let mut args: Vec<OsArg> = ["makedumpfile", "--reassemble"].map(OsArg::from).into();
+    args.extend(pieces.iter().map(|p| p.as_path().into()));
+    args.push(whole.as_path().into());
+    vmdump_ok(args);
+    let read = libkdumpfile_compare(&whole, &vmcore);
+    assert!(read.different == 0 && read.equal > 0, "{}", read.raw);
+}
+
+#[test]
+fn a_missing_or_foreign_piece_is_refused_and_no_output_is_left() {
+    let dir = temp_dir("split-bad");
+    let (vmcore, _) = synthetic(&dir, kernel_spec(Flavour::Linux6_1));
+    let pieces = split(&vmcore, &dir.join("a"), "1", "8M");
+    let out = dir.join("joined");
+    let args: Vec<OsArg> =
+        vec!["reassemble".into(), pieces[0].as_path().into(), pieces[2].as_path().into(), out.as_path().into()];
+    expect_failure(&args, &["starts at pfn", "the pieces before end at"]);
+    assert!(!out.exists());
+    let other = split(&vmcore, &dir.join("b"), "31", "8M");
+    let args: Vec<OsArg> = vec![
+        "reassemble".into(),
+        pieces[0].as_path().into(),
+        other[1].as_path().into(),
+        other[2].as_path().into(),
+        out.as_path().into(),
+    ];
+    expect_failure(&args, &["not a piece of the same dump"]);
+    let whole = dir.join("whole");
+    vmdump_ok(["dump".as_ref(), vmcore.as_os_str(), whole.as_os_str()]);
+    let args: Vec<OsArg> = vec!["reassemble".into(), whole.as_path().into(), out.as_path().into()];
+    expect_failure(&args, &["not a piece of a split dump"]);
+    assert!(!out.exists());
+}
+
+#[test]
+fn split_dump_of_vmcore_sk_reassembles_page_exact() {
+    let Some(fixtures) = fixtures() else { return };
+    let fixture = fixtures.iter().find(|f| f.name == "vmcore-SK").expect("vmcore-SK in the fixtures");
+    let dir = temp_dir("split-sk");
+    check_split_dump(&fixture.elf, &dir, "31", "64M");
+}
