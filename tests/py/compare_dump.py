@@ -24,6 +24,10 @@ def elf_loads(f):
         sys.exit("not a little-endian ELF64 file")
     phoff, = struct.unpack_from("<Q", head, 32)
     phentsize, phnum = struct.unpack_from("<HH", head, 54)
+    if phnum == 0xFFFF:  # PN_XNUM: the count is sh_info of section header 0
+        shoff, = struct.unpack_from("<Q", head, 40)
+        f.seek(shoff + 44)
+        phnum, = struct.unpack("<I", f.read(4))
     loads = []
     for i in range(phnum):
         f.seek(phoff + i * phentsize)

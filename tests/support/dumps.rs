@@ -81,6 +81,40 @@ pub fn libkdumpfile_compare(dump: &Path, elf: &Path) -> Comparison {
     }
 }
 
+/// What libkdumpfile read back from an ELF dump (tests/py/compare_elf_dump.py).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElfComparison {
+    /// Source pages the dump's PT_LOADs cover.
+    pub present: u64,
+    /// Of those, read back equal to the source.
+    pub equal: u64,
+    /// Source pages the dump leaves out (absent, or zeros before a PT_LOAD).
+    pub absent: u64,
+    /// Program headers of type PT_LOAD.
+    pub segments: u64,
+    /// Whether every present page was equal and every other page absent.
+    pub ok: bool,
+    /// The script's whole output.
+    pub raw: String,
+}
+
+/// Reads every RAM page of `source` back from the ELF `dump` with libkdumpfile.
+pub fn libkdumpfile_compare_elf(dump: &Path, source: &Path) -> ElfComparison {
+    let script = workspace_root().join("tests/py/compare_elf_dump.py");
+    let out = Command::new("/usr/bin/python3").arg(script).arg(dump).arg(source).output().expect("python3");
+    let raw = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(raw.contains("\"equal\""), "compare_elf_dump.py failed: {stderr}");
+    ElfComparison {
+        present: json_number(&raw, "present"),
+        equal: json_number(&raw, "equal"),
+        absent: json_number(&raw, "absent") + json_number(&raw, "absent_read_as_zero"),
+        segments: json_number(&raw, "segments"),
+        ok: out.status.success(),
+        raw,
+    }
+}
+
 /// Counts read from a dump's own structures, independently of vmdump's report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DumpCounts {
@@ -114,7 +148,7 @@ pub fn dump_counts(path: &Path) -> DumpCounts {
     let data = descs + pages_in_file as usize * PAGE_DESC_SIZE;
     let zero_pages = (0..pages_in_file as usize)
         .map(|i| PageDesc::decode(&bytes[descs + i * PAGE_DESC_SIZE..]).expect("descriptor"))
-        .filter(|d| d.offset == data as u64)
+        .filter(|d| sub.dump_level & 1 != 0 && d.offset == data as u64)
         .count() as u64;
     DumpCounts {
         max_mapnr: sub.max_mapnr_64,

@@ -13,6 +13,7 @@
 
 mod endian;
 mod notes;
+pub mod write;
 
 pub use endian::Endian;
 pub use notes::{NOTE_HEADER_SIZE, NOTE_NAME_CORE, NOTE_NAME_VMCOREINFO, NT_PRSTATUS, Note, NoteIter, Notes};

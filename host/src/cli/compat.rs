@@ -19,8 +19,7 @@ use crate::profile::Profile;
 const NEED_VMLINUX: [&str; 8] =
     ["-x", "-i", "-g", "--config", "--eppic", "--vtop", "--mem-usage", "--extension"];
 /// Options whose job vmdump does differently, with the reason.
-const REFUSED: [(&str, &str); 7] = [
-    ("-E", "ELF output is not implemented yet; use the kdump-compressed format"),
+const REFUSED: [(&str, &str); 6] = [
     ("-b", "vmdump sizes its write cache itself"),
     ("--cyclic-buffer", "vmdump bounds its memory itself (pfn windows), whatever the machine's size"),
     ("--work-dir", "vmdump keeps no bitmap file: its memory is bounded without one"),
@@ -131,6 +130,7 @@ pub fn parse_with(args: &[String], profile: Option<(&Path, &Profile)>) -> anyhow
             "-z" => dump.compress = Some(chosen("-z", "zstd")),
             "-d" => dump.dump_level = Some(parse_level(&value.unwrap_or_default())?),
             "-F" => flattened = true,
+            "-E" => dump.elf = true,
             "-f" => dump.force = true,
             "-R" => rearrange = value.map(PathBuf::from),
             "-L" => {

@@ -16,7 +16,7 @@ use super::Outcome;
 use crate::classify::PageClassifier;
 use crate::codec::Codec;
 use crate::dump::{
-    DL_EXCLUDE_ZERO, DumpConfig, DumpReport, KernelView, MetadataFilter, StructPageFilter, dump,
+    DL_EXCLUDE_ZERO, DumpConfig, DumpReport, KernelView, MetadataFilter, StructPageFilter, dump, dump_elf,
 };
 use crate::filters::FilterSet;
 use crate::input::{ReadMode, Vmcore};
@@ -46,6 +46,10 @@ pub struct DumpArgs {
     /// Size of one mmap window in MiB.
     #[arg(long, value_name = "MIB")]
     pub window_mib: Option<u32>,
+    /// Write an ELF core (uncompressed, as makedumpfile -E) instead of the
+    /// kdump-compressed format; excluded pages are left out of it.
+    #[arg(short = 'E', long)]
+    pub elf: bool,
     /// Write the flattened format (for pipes; always used when OUTPUT is -).
     #[arg(short = 'F', long)]
     pub flattened: bool,
@@ -97,6 +101,9 @@ impl DumpArgs {
         };
         if let Some(level) = self.dump_level {
             profile.dump.level = level;
+        }
+        if self.elf && self.compress.as_deref().is_some_and(|c| c != "none") {
+            anyhow::bail!("ELF output is not compressed: --elf cannot be combined with --compress");
         }
         if let Some(spec) = &self.compress {
             profile.set_compressor(spec).map_err(anyhow::Error::msg)?;
@@ -251,16 +258,20 @@ fn write_dump(
 ) -> anyhow::Result<DumpReport> {
     let filters = (stages.filter, stages.plugins, stages.kernel);
     let codec = stages.codec;
+    let write = |sink: &mut dyn Sink| match args.elf {
+        true => dump_elf(vmcore, filters, config, sink),
+        false => dump(vmcore, codec, filters, config, sink),
+    };
     if args.output == Path::new("-") {
         let mut sink = FlattenedSink::new(BufWriter::with_capacity(1 << 20, std::io::stdout().lock()))?;
-        return Ok(dump(vmcore, codec, filters, config, &mut sink)?);
+        return Ok(write(&mut sink)?);
     }
     let file = create_output(&args.output, args.force)?;
     let mut sink: Box<dyn Sink> = match profile.dump.format {
         OutputFormat::Kdump => Box::new(FileSink::new(file, args.limit).sync_on_finish(args.sync)),
         OutputFormat::Flattened => Box::new(FlattenedSink::new(BufWriter::with_capacity(1 << 20, file))?),
     };
-    dump(vmcore, codec, filters, config, sink.as_mut()).map_err(|e| {
+    write(sink.as_mut()).map_err(|e| {
         // A half-written file is not a dump: never leave one that looks whole.
         let removed = std::fs::remove_file(&args.output).is_ok();
         let note = if removed { " (the partial output was removed)" } else { "" };
@@ -347,6 +358,7 @@ pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
         true => Some(KernelView::open(&vmcore, "a filter plugin that reads struct pages")?),
         false => None,
     };
+    let codec = if args.elf { None } else { codec };
     let stages = Stages { codec: codec.as_ref(), filter, plugins: &plugins, kernel: kernel.as_ref() };
     let report = match super::split::outputs(args, &profile)? {
         Some(outputs) => super::split::write_pieces(args, &vmcore, &stages, &config, &outputs)?,

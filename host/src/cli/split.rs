@@ -25,6 +25,9 @@ pub fn outputs(args: &DumpArgs, profile: &Profile) -> anyhow::Result<Option<Vec<
         None => args.split_outputs.clone(),
         Some(n) => (1..=n).map(|i| PathBuf::from(format!("{}.{i}", args.output.display()))).collect(),
     };
+    if args.elf {
+        bail!("--split writes kdump files: it cannot be combined with --elf");
+    }
     if names.len() < 2 {
         bail!("--split needs at least 2 pieces");
     }

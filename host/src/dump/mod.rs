@@ -6,6 +6,7 @@
 //! order (`crate::pool`). Memory is bounded by the slots in flight, whatever
 //! the size of the dumped machine.
 
+mod elf;
 mod filter;
 mod report;
 mod slot;
@@ -16,6 +17,7 @@ mod writer;
 use vmdump_format::FormatError;
 use vmdump_format::kdump::Layout;
 
+pub use elf::dump_elf;
 pub use filter::{DumpableRanges, MetadataFilter, WINDOW_PFNS, WindowFilter, bit};
 pub use report::DumpReport;
 pub use slot::{PageRecord, Slot, Worker, is_zero_page};

@@ -6,51 +6,12 @@ use std::fmt::Write as _;
 
 use super::SynthSpec;
 use super::page::page_hash;
-use crate::elf::{
-    ELF64_EHDR_SIZE, ELF64_PHDR_SIZE, ET_CORE, Endian, LoadSegment, NT_PRSTATUS, PT_LOAD, PT_NOTE,
-};
+use crate::elf::{Endian, NT_PRSTATUS};
 
 /// Size of an x86_64 `NT_PRSTATUS` descriptor (`struct elf_prstatus`).
 pub const PRSTATUS_DESC_SIZE: usize = 336;
 
-/// An ELF64 file header for an `ET_CORE` with `phnum` program headers at `phoff`.
-pub(crate) fn elf_header(e: Endian, machine: u16, phoff: u64, phnum: u16) -> [u8; ELF64_EHDR_SIZE] {
-    let mut h = [0u8; ELF64_EHDR_SIZE];
-    h[..4].copy_from_slice(b"\x7fELF");
-    h[4] = 2; // ELFCLASS64
-    h[5] = match e {
-        Endian::Little => 1,
-        Endian::Big => 2,
-    };
-    h[6] = 1; // EV_CURRENT
-    e.put_u16(&mut h, 16, ET_CORE);
-    e.put_u16(&mut h, 18, machine);
-    e.put_u32(&mut h, 20, 1);
-    e.put_u64(&mut h, 32, phoff);
-    e.put_u16(&mut h, 52, ELF64_EHDR_SIZE as u16);
-    e.put_u16(&mut h, 54, ELF64_PHDR_SIZE as u16);
-    e.put_u16(&mut h, 56, phnum);
-    h
-}
-
-/// An ELF64 program header.
-pub(crate) fn program_header(e: Endian, p_type: u32, seg: &LoadSegment) -> [u8; ELF64_PHDR_SIZE] {
-    let mut p = [0u8; ELF64_PHDR_SIZE];
-    e.put_u32(&mut p, 0, p_type);
-    e.put_u32(&mut p, 4, if p_type == PT_LOAD { 7 } else { 0 }); // RWX like /proc/vmcore
-    e.put_u64(&mut p, 8, seg.file_offset);
-    e.put_u64(&mut p, 16, seg.vaddr);
-    e.put_u64(&mut p, 24, seg.paddr);
-    e.put_u64(&mut p, 32, seg.file_size);
-    e.put_u64(&mut p, 40, seg.mem_size);
-    p
-}
-
-/// A PT_NOTE program header for `len` bytes at `offset`.
-pub(crate) fn note_program_header(e: Endian, offset: u64, len: u64) -> [u8; ELF64_PHDR_SIZE] {
-    let seg = LoadSegment { paddr: 0, vaddr: 0, file_offset: offset, file_size: len, mem_size: len };
-    program_header(e, PT_NOTE, &seg)
-}
+pub(crate) use crate::elf::write::{elf_header, note_program_header, program_header};
 
 /// One ELF note (name NUL-terminated, name and descriptor padded to 4).
 pub(crate) fn note(e: Endian, name: &[u8], note_type: u32, desc: &[u8]) -> Vec<u8> {

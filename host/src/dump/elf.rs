@@ -1,0 +1,334 @@
+//! ELF output (`dump --elf`, makedumpfile's `-E`, kdump-format.md §3): an
+//! ELF64 core holding the kept pages, uncompressed, one PT_LOAD per run of
+//! consecutive kept pages. Unlike makedumpfile, which keeps runs of fewer
+//! than 256 excluded pages with their contents, every excluded page is
+//! left out: what the dump level excludes (user data among it) is never in
+//! the file, and readers report it absent.
+//!
+//! The program headers come right after the file header, where every
+//! reader looks for them, so their number must be known before any data is
+//! written: a first pass counts the runs (reading the pages only when zero
+//! pages or content filters decide), the second writes them. Each program
+//! header is written once its segment is complete; memory stays bounded.
+
+use vmdump_format::elf::write::{CoreLayout, program_header};
+use vmdump_format::elf::{ELF64_PHDR_SIZE, LoadSegment, PT_LOAD};
+use vmdump_format::phys::PhysMap;
+
+use super::writer::for_each_bitmap_window;
+use super::{
+    DL_EXCLUDE_ZERO, DumpConfig, DumpError, DumpReport, Filters, PageRecord, Slot, Worker, check_level,
+    reader_ranges, worker_totals,
+};
+use crate::classify::ClassCounts;
+use crate::codec::{EncodeStats, PageEncoder};
+use crate::filters::FilterStage;
+use crate::input::{BatchReader, Vmcore};
+use crate::output::sink::Sink;
+use crate::progress::Progress;
+
+/// Program headers gathered before one write.
+const PHDR_CACHE: usize = 1024;
+
+/// A PT_LOAD being built: pfns, the virtual-minus-physical offset of its
+/// source segment, and where its data starts in the file.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    start_pfn: u64,
+    end_pfn: u64,
+    vaddr_delta: u64,
+    file_offset: u64,
+}
+
+/// Cuts the kept pages, in pfn order, into segments.
+struct Segments<'p> {
+    phys: &'p PhysMap,
+    page_size: u64,
+    current: Option<Segment>,
+    /// The source run of the last page: pfns and vaddr offset.
+    run: (u64, u64, u64),
+    closed: u64,
+}
+
+impl<'p> Segments<'p> {
+    fn new(phys: &'p PhysMap, page_size: u64) -> Self {
+        Self { phys, page_size, current: None, run: (0, 0, 0), closed: 0 }
+    }
+
+    fn vaddr_delta(&mut self, pfn: u64) -> u64 {
+        if !(self.run.0..self.run.1).contains(&pfn) {
+            let run = self.phys.run_of(pfn).expect("kept pages are RAM");
+            let seg = &run.segment;
+            self.run = (run.start_pfn, run.end_pfn, seg.vaddr.wrapping_sub(seg.paddr));
+        }
+        self.run.2
+    }
+
+    /// Page `pfn` is stored at `file_offset`; returns the segment it closed, if any.
+    fn page(&mut self, pfn: u64, file_offset: u64) -> Option<Segment> {
+        let delta = self.vaddr_delta(pfn);
+        if let Some(seg) = self.current.as_mut().filter(|s| s.end_pfn == pfn && s.vaddr_delta == delta) {
+            seg.end_pfn += 1;
+            return None;
+        }
+        let closed = self.gap();
+        self.current = Some(Segment { start_pfn: pfn, end_pfn: pfn + 1, vaddr_delta: delta, file_offset });
+        closed
+    }
+
+    /// A page left out: closes the current segment.
+    fn gap(&mut self) -> Option<Segment> {
+        let closed = self.current.take();
+        self.closed += u64::from(closed.is_some());
+        closed
+    }
+
+    fn header(&self, seg: &Segment) -> [u8; ELF64_PHDR_SIZE] {
+        let paddr = seg.start_pfn * self.page_size;
+        let len = (seg.end_pfn - seg.start_pfn) * self.page_size;
+        let load = LoadSegment {
+            paddr,
+            vaddr: paddr.wrapping_add(seg.vaddr_delta),
+            file_offset: seg.file_offset,
+            file_size: len,
+            mem_size: len,
+        };
+        program_header(vmdump_format::elf::Endian::Little, PT_LOAD, &load)
+    }
+}
+
+/// Feeds one encoded slot to `segments`, calling `closed` for each segment
+/// it completes. Returns the bytes of data the slot holds.
+fn feed(segments: &mut Segments<'_>, slot: &Slot, data_at: u64, mut closed: impl FnMut(Segment)) -> u64 {
+    let mut offset = data_at;
+    for (pfn, record) in (slot.pages.first_pfn()..).zip(&slot.records) {
+        let done = match *record {
+            PageRecord::Stored { len, .. } => {
+                let done = segments.page(pfn, offset);
+                offset += u64::from(len);
+                done
+            }
+            PageRecord::Zero | PageRecord::Excluded => segments.gap(),
+        };
+        done.into_iter().for_each(&mut closed);
+    }
+    offset - data_at
+}
+
+/// What a run of the pipeline counted.
+struct PassCounts {
+    zero_pages: u64,
+    encode: EncodeStats,
+    plugin_excluded: Vec<(String, u64)>,
+    mmap_fallback: Option<String>,
+}
+
+/// The kept pages through the pipeline, stored raw: `drain` gets every
+/// encoded slot, in pfn order. Returns the counts and how the run ended.
+fn run_pages(
+    vmcore: &Vmcore,
+    filters: Filters<'_>,
+    config: &DumpConfig,
+    drain: impl FnMut(&mut Slot) -> Result<(), DumpError>,
+) -> Result<(PassCounts, Result<(), DumpError>), DumpError> {
+    let (filter, plugins, _) = filters;
+    let exclude_zero = config.dump_level & DL_EXCLUDE_ZERO != 0;
+    let sparse = filter.is_some() || !plugins.metadata.is_empty();
+    let ranges = reader_ranges(vmcore, filters, None)?;
+    let mut reader = BatchReader::new(vmcore, ranges, config.batch_pages, config.read_mode, sparse);
+    let slots = (0..4 * config.threads + 4).map(|_| Slot::default()).collect();
+    let (workers, ran) = crate::pool::run_ordered(
+        slots,
+        config.threads,
+        |slot: &mut Slot| reader.fill(&mut slot.pages),
+        || {
+            Worker::new(
+                PageEncoder::raw(),
+                exclude_zero,
+                FilterStage::new(&plugins.content),
+                vmcore.page_size(),
+            )
+        },
+        |worker: &mut Worker<'_>, slot: &mut Slot| worker.encode(slot),
+        drain,
+    );
+    let (zero_pages, encode, plugin_excluded) = worker_totals(&workers, reader.ranges().counts());
+    let mmap_fallback = reader.mmap_failure().map(|e| e.to_string());
+    Ok((PassCounts { zero_pages, encode, plugin_excluded, mmap_fallback }, ran))
+}
+
+/// The first pass: the number of segments and of pages. The pages are read
+/// only when their bytes decide (zero pages excluded, content filters).
+fn count_segments(
+    vmcore: &Vmcore,
+    filters: Filters<'_>,
+    config: &DumpConfig,
+) -> Result<(u64, u64), DumpError> {
+    let mut segments = Segments::new(vmcore.phys(), vmcore.page_size());
+    let mut pages = 0;
+    let reads_pages = config.dump_level & DL_EXCLUDE_ZERO != 0 || !filters.1.content.is_empty();
+    if reads_pages {
+        let config = DumpConfig { progress: crate::progress::ProgressStyle::Off, ..config.clone() };
+        let (_, ran) = run_pages(vmcore, filters, &config, |slot| {
+            pages += slot.records.iter().filter(|r| matches!(r, PageRecord::Stored { .. })).count() as u64;
+            feed(&mut segments, slot, 0, |_| {});
+            Ok(())
+        })?;
+        ran?;
+    } else {
+        for range in reader_ranges(vmcore, filters, None)? {
+            let range = range?;
+            pages += range.end - range.start;
+            range.for_each(|pfn| {
+                segments.page(pfn, 0);
+            });
+        }
+    }
+    segments.gap();
+    Ok((segments.closed, pages))
+}
+
+/// The classification counts of the metadata filter, and the seconds it took.
+fn classify(vmcore: &Vmcore, filters: Filters<'_>) -> Result<(ClassCounts, Option<f64>), DumpError> {
+    let mut counts = ClassCounts::default();
+    let Some(filter) = filters.0 else { return Ok((counts, None)) };
+    let started = std::time::Instant::now();
+    let phys = vmcore.phys();
+    let mut cursor = filter.cursor()?;
+    for_each_bitmap_window(phys.max_pfn().div_ceil(8), phys, Some(cursor.as_mut()), &mut counts, |_| Ok(()))?;
+    Ok((counts, Some(started.elapsed().as_secs_f64())))
+}
+
+/// The writing side: page data back to back, program headers as their
+/// segments complete.
+struct ElfOut<'s, 'p> {
+    sink: &'s mut dyn Sink,
+    layout: CoreLayout,
+    machine: u16,
+    segments: Segments<'p>,
+    phdrs: Vec<u8>,
+    /// Index of the first program header in `phdrs`.
+    phdrs_index: u64,
+    data_end: u64,
+    pages: u64,
+}
+
+impl ElfOut<'_, '_> {
+    fn begin(&mut self, notes: &[u8]) -> Result<(), DumpError> {
+        let e = vmdump_format::elf::Endian::Little;
+        let (layout, sink) = (&self.layout, &mut *self.sink);
+        sink.write_at(0, &layout.file_header(e, self.machine, 0))?;
+        let note = vmdump_format::elf::write::note_program_header(e, layout.notes_offset, notes.len() as u64);
+        sink.write_at(layout.phdr_offset(0), &note)?;
+        if let (Some(at), Some(header)) = (layout.shoff, layout.section_header(e)) {
+            sink.write_at(at, &header)?;
+        }
+        sink.write_at(layout.notes_offset, notes)?;
+        Ok(())
+    }
+
+    fn write_slot(&mut self, slot: &Slot) -> Result<(), DumpError> {
+        self.sink.write_at(self.data_end, &slot.data)?;
+        let (segments, phdrs) = (&mut self.segments, &mut self.phdrs);
+        let mut closed = Vec::new();
+        self.data_end += feed(segments, slot, self.data_end, |seg| closed.push(seg));
+        closed.iter().for_each(|seg| phdrs.extend_from_slice(&segments.header(seg)));
+        self.pages += slot.records.iter().filter(|r| matches!(r, PageRecord::Stored { .. })).count() as u64;
+        if self.phdrs.len() >= PHDR_CACHE * ELF64_PHDR_SIZE {
+            self.flush_phdrs()?;
+        }
+        Ok(())
+    }
+
+    fn flush_phdrs(&mut self) -> Result<(), DumpError> {
+        self.sink.write_at(self.layout.phdr_offset(1 + self.phdrs_index), &self.phdrs)?;
+        self.phdrs_index += (self.phdrs.len() / ELF64_PHDR_SIZE) as u64;
+        self.phdrs.clear();
+        Ok(())
+    }
+
+    /// Writes the last program headers. With `incomplete`, the file header
+    /// gets flag 1 (§3); the program headers never written stay PT_NULL.
+    fn finish(mut self, incomplete: bool) -> Result<(u64, u64), DumpError> {
+        if let Some(seg) = self.segments.gap() {
+            let header = self.segments.header(&seg);
+            self.phdrs.extend_from_slice(&header);
+        }
+        self.flush_phdrs()?;
+        let loads = self.layout.phnum - 1;
+        if !incomplete && self.segments.closed != loads {
+            return Err(DumpError::Internal(format!(
+                "the vmcore changed between the two passes: {loads} segments counted, {} written",
+                self.segments.closed
+            )));
+        }
+        if incomplete {
+            let e = vmdump_format::elf::Endian::Little;
+            self.sink.write_at(0, &self.layout.file_header(e, self.machine, 1))?;
+        }
+        self.sink.finish()?;
+        Ok((self.pages, self.sink.bytes_written()))
+    }
+}
+
+/// Dumps `vmcore` into `sink` as an ELF64 core, leaving out what the
+/// `filters` and the dump level exclude.
+///
+/// # Errors
+/// [`DumpError`]; nothing is written for an unsupported request.
+pub fn dump_elf(
+    vmcore: &Vmcore,
+    filters: Filters<'_>,
+    config: &DumpConfig,
+    sink: &mut dyn Sink,
+) -> Result<DumpReport, DumpError> {
+    check_level(config.dump_level, filters.0.is_some())?;
+    if config.piece.is_some() {
+        return Err(DumpError::Unsupported("split pieces are kdump files, not ELF".into()));
+    }
+    let (excluded, classify_seconds) = classify(vmcore, filters)?;
+    let (loads, pages) = count_segments(vmcore, filters, config)?;
+    let notes = &vmcore.elf().notes.bytes;
+    let layout = CoreLayout::new(loads, notes.len() as u64, vmcore.page_size());
+    let mut out = ElfOut {
+        sink,
+        layout,
+        machine: vmcore.elf().machine,
+        segments: Segments::new(vmcore.phys(), vmcore.page_size()),
+        phdrs: Vec::with_capacity(PHDR_CACHE * ELF64_PHDR_SIZE),
+        phdrs_index: 0,
+        data_end: layout.data_offset,
+        pages: 0,
+    };
+    out.begin(notes)?;
+    let mut progress = Progress::new("Copying data", pages, config.progress);
+    let (counts, ran) = run_pages(vmcore, filters, config, |slot| {
+        out.write_slot(slot)?;
+        progress.update(out.pages);
+        Ok(())
+    })?;
+    progress.finish();
+    let incomplete = match ran {
+        Ok(()) => None,
+        Err(DumpError::Write(e)) if e.is_out_of_space() && config.close_incomplete => Some(e.to_string()),
+        Err(e) => return Err(e),
+    };
+    let (pages_in_file, bytes_written) = out.finish(incomplete.is_some())?;
+    Ok(DumpReport {
+        dump_level: config.dump_level,
+        max_mapnr: vmcore.phys().max_pfn(),
+        ram_pages: vmcore.phys().ram_pages(),
+        pages_in_file,
+        incomplete,
+        excluded,
+        plugin_excluded: counts.plugin_excluded,
+        filter_failures: super::filter_failures(filters.1),
+        classify_seconds,
+        zero_pages: counts.zero_pages,
+        encode: counts.encode,
+        bytes_written,
+        compressor: None,
+        plugin_failure: None,
+        mmap_fallback: counts.mmap_fallback,
+    })
+}
