@@ -94,7 +94,8 @@ fn makedumpfiles_pieces_reassemble_to_its_own_bytes() {
     let dir = temp_dir("split-makedumpfile");
     let (vmcore, _) = synthetic(&dir, kernel_spec(Flavour::Linux6_1));
     let pieces: Vec<PathBuf> = (1..=3).map(|i| dir.join(format!("piece{i}"))).collect();
-    let mut args: Vec<OsArg> = ["--split", "--splitblock-size", "8192", "-c", "-d", "1"].map(OsArg::from).into();
+    let mut args: Vec<OsArg> =
+        ["--split", "--splitblock-size", "8192", "-c", "-d", "1"].map(OsArg::from).into();
     args.push(vmcore.as_path().into());
     args.extend(pieces.iter().map(|p| p.as_path().into()));
     makedumpfile_ok(args);
@@ -131,8 +132,12 @@ fn a_missing_or_foreign_piece_is_refused_and_no_output_is_left() {
     let (vmcore, _) = synthetic(&dir, kernel_spec(Flavour::Linux6_1));
     let pieces = split(&vmcore, &dir.join("a"), "1", "8M");
     let out = dir.join("joined");
-    let args: Vec<OsArg> =
-        vec!["reassemble".into(), pieces[0].as_path().into(), pieces[2].as_path().into(), out.as_path().into()];
+    let args: Vec<OsArg> = vec![
+        "reassemble".into(),
+        pieces[0].as_path().into(),
+        pieces[2].as_path().into(),
+        out.as_path().into(),
+    ];
     expect_failure(&args, &["starts at pfn", "the pieces before end at"]);
     assert!(!out.exists());
     let other = split(&vmcore, &dir.join("b"), "31", "8M");
