@@ -79,6 +79,8 @@ pub struct ClassCounts {
     pub hwpoison: u64,
     /// Offline pages.
     pub offline: u64,
+    /// Pages the input dump had already left out (`vmdump convert`).
+    pub earlier: u64,
 }
 
 impl ClassCounts {
@@ -96,7 +98,7 @@ impl ClassCounts {
 
     /// All excluded pages.
     pub fn total(&self) -> u64 {
-        self.cache + self.cache_private + self.user + self.free + self.hwpoison + self.offline
+        self.cache + self.cache_private + self.user + self.free + self.hwpoison + self.offline + self.earlier
     }
 }
 
@@ -108,6 +110,7 @@ impl AddAssign for ClassCounts {
         self.free += o.free;
         self.hwpoison += o.hwpoison;
         self.offline += o.offline;
+        self.earlier += o.earlier;
     }
 }
 

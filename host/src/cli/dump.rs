@@ -16,7 +16,8 @@ use super::Outcome;
 use crate::classify::PageClassifier;
 use crate::codec::Codec;
 use crate::dump::{
-    DL_EXCLUDE_ZERO, DumpConfig, DumpReport, KernelView, MetadataFilter, StructPageFilter, dump, dump_elf,
+    BothFilters, DL_EXCLUDE_ZERO, DumpConfig, DumpReport, KernelView, MetadataFilter, StructPageFilter, dump,
+    dump_elf,
 };
 use crate::filters::FilterSet;
 use crate::input::{ReadMode, Vmcore};
@@ -26,7 +27,7 @@ use crate::profile::{OutputFormat, Profile};
 use crate::progress::ProgressStyle;
 
 /// Options of `vmdump dump`; each overrides the profile.
-#[derive(Debug, Default, clap::Args)]
+#[derive(Debug, Default, Clone, clap::Args)]
 pub struct DumpArgs {
     /// Profile to start from (TOML, see config/README.md); default: config/default.toml's values.
     #[arg(long, value_name = "FILE")]
@@ -94,7 +95,7 @@ pub struct DumpArgs {
 
 impl DumpArgs {
     /// The profile with this command line's overrides.
-    fn profile(&self) -> anyhow::Result<Profile> {
+    pub(super) fn profile(&self) -> anyhow::Result<Profile> {
         let mut profile = match &self.profile {
             Some(path) => Profile::load(path)?,
             None => Profile::default(),
@@ -330,6 +331,18 @@ fn print_outcome(args: &DumpArgs, report: &DumpReport) -> std::io::Result<()> {
 /// # Errors
 /// Any failure, with the file and the reason.
 pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
+    run_with(args, plugin_dirs, None)
+}
+
+/// [`run`], with `more` pages to leave out (those a converted dump lacks).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with(
+    args: &DumpArgs,
+    plugin_dirs: &[PathBuf],
+    more: Option<&dyn MetadataFilter>,
+) -> anyhow::Result<Outcome> {
     let profile = args.profile()?;
     let mut vmcore = Vmcore::open(&args.input)?;
     match vmcore.kernel_memory_end() {
@@ -353,7 +366,14 @@ pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
     (config.progress, config.dump_level) = (progress_style(args), level);
     // Only a plain file can be flagged incomplete (§2.1: never a stream).
     config.close_incomplete = args.output != Path::new("-") && profile.dump.format == OutputFormat::Kdump;
-    let filter = filter.as_ref().map(|f| f as &dyn MetadataFilter);
+    let both;
+    let filter = match (filter.as_ref(), more) {
+        (Some(pages), Some(more)) => {
+            both = BothFilters(pages, more);
+            Some(&both as &dyn MetadataFilter)
+        }
+        (pages, more) => pages.map(|f| f as &dyn MetadataFilter).or(more),
+    };
     let kernel = match plugins.needs_struct_pages() {
         true => Some(KernelView::open(&vmcore, "a filter plugin that reads struct pages")?),
         false => None,

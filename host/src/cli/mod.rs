@@ -4,6 +4,7 @@
 //! and pages were stored raw).
 
 pub mod compat;
+mod convert;
 mod dmesg;
 mod dump;
 mod info;
@@ -44,6 +45,9 @@ pub enum Command {
     Info(info::InfoArgs),
     /// Check a kdump-compressed file, page by page, optionally against its source vmcore.
     Verify(verify::VerifyArgs),
+    /// Convert a dump (ELF, kdump, flattened, split) into kdump with another
+    /// compressor or a higher dump level, or into ELF (--elf).
+    Convert(convert::ConvertArgs),
     /// Join the pieces of a split dump (`dump --split`, makedumpfile --split) into one file.
     Reassemble(reassemble::ReassembleArgs),
     /// Write the kernel log of an ELF vmcore or a dump (as makedumpfile --dump-dmesg).
@@ -83,6 +87,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Makedumpfile { args } => compat::run(&args, &cli.plugin_dirs),
         Command::Dmesg(args) => dmesg::run(&args, &cli.plugin_dirs).map(|()| Outcome::Success),
         Command::Reassemble(args) => reassemble::run(&args),
+        Command::Convert(args) => convert::run(&args, &cli.plugin_dirs),
         Command::Info(args) => info::run(&args, &mut std::io::stdout().lock()).map(|()| Outcome::Success),
         Command::Verify(args) => {
             verify::run(&args, &cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success)

@@ -43,6 +43,37 @@ pub trait WindowFilter: Send {
     ) -> Result<(), DumpError>;
 }
 
+/// Two metadata filters in one: a page is excluded when either excludes it
+/// (the first is asked first and counts it).
+pub struct BothFilters<'a>(pub &'a dyn MetadataFilter, pub &'a dyn MetadataFilter);
+
+impl MetadataFilter for BothFilters<'_> {
+    fn cursor(&self) -> Result<Box<dyn WindowFilter + '_>, DumpError> {
+        Ok(Box::new(BothCursors(self.0.cursor()?, self.1.cursor()?, Vec::new())))
+    }
+}
+
+struct BothCursors<'a>(Box<dyn WindowFilter + 'a>, Box<dyn WindowFilter + 'a>, Vec<u64>);
+
+impl WindowFilter for BothCursors<'_> {
+    fn exclude(
+        &mut self,
+        window: Range<u64>,
+        is_ram: &dyn Fn(u64) -> bool,
+        excluded: &mut [u64],
+        counts: &mut ClassCounts,
+    ) -> Result<(), DumpError> {
+        self.0.exclude(window.clone(), is_ram, excluded, counts)?;
+        let (first, start) = (&*excluded, window.start);
+        let still_in = |pfn: u64| is_ram(pfn) && !bit(first, pfn - start);
+        self.2.clear();
+        self.2.resize(excluded.len(), 0);
+        self.1.exclude(window, &still_in, &mut self.2, counts)?;
+        excluded.iter_mut().zip(&self.2).for_each(|(a, b)| *a |= b);
+        Ok(())
+    }
+}
+
 /// Whether bit `i` of `bits` is set.
 pub fn bit(bits: &[u64], i: u64) -> bool {
     bits[(i / 64) as usize] >> (i % 64) & 1 == 1

@@ -18,7 +18,7 @@ use vmdump_format::FormatError;
 use vmdump_format::kdump::Layout;
 
 pub use elf::dump_elf;
-pub use filter::{DumpableRanges, MetadataFilter, WINDOW_PFNS, WindowFilter, bit};
+pub use filter::{BothFilters, DumpableRanges, MetadataFilter, WINDOW_PFNS, WindowFilter, bit};
 pub use report::DumpReport;
 pub use slot::{PageRecord, Slot, Worker, is_zero_page};
 pub use split::{DEFAULT_SPLITBLOCK_BYTES, split_pieces};

@@ -92,6 +92,9 @@ impl DumpReport {
         ] {
             let _ = writeln!(t, "    {label}: {}", hex(value));
         }
+        if x.earlier > 0 {
+            let _ = writeln!(t, "    Excluded in the input   : {}", hex(x.earlier));
+        }
         if !self.plugin_excluded.is_empty() {
             let _ = writeln!(t, "    Extension filter pages  : {}", hex(self.extension_pages()));
         }

@@ -4,6 +4,7 @@
 //! `vmdump_format::kdump::reader`.
 
 pub mod decode;
+pub mod image;
 pub mod phys;
 pub mod reassemble;
 pub mod verify;
@@ -56,7 +57,7 @@ pub fn open_dump_set(paths: &[std::path::PathBuf]) -> anyhow::Result<KdumpReader
 
 /// A new file in the temporary directory, removed from it at once (the
 /// open file stays usable).
-fn temporary_file(path: &Path, what: &str) -> anyhow::Result<File> {
+pub fn temporary_file(path: &Path, what: &str) -> anyhow::Result<File> {
     let name = format!(
         "vmdump-{what}-{}-{}",
         std::process::id(),

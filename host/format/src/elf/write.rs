@@ -82,23 +82,35 @@ impl CoreLayout {
 
     /// The file header; `e_flags` 1 marks an incomplete dump (§3).
     pub fn file_header(&self, e: Endian, machine: u16, flags: u32) -> [u8; ELF64_EHDR_SIZE] {
-        let phnum = u16::try_from(self.phnum).ok().filter(|&n| n < PN_XNUM).unwrap_or(PN_XNUM);
-        let mut h = elf_header(e, machine, ELF64_EHDR_SIZE as u64, phnum);
+        let mut h = elf_header(e, machine, ELF64_EHDR_SIZE as u64, e_phnum(self.phnum));
         e.put_u32(&mut h, 48, flags);
         if let Some(shoff) = self.shoff {
-            e.put_u64(&mut h, 40, shoff);
-            e.put_u16(&mut h, 58, ELF64_SHDR_SIZE as u16);
-            e.put_u16(&mut h, 60, 1);
+            point_at_section0(e, &mut h, shoff);
         }
         h
     }
 
-    /// Section header 0 holding the program header count in `sh_info`,
-    /// when the layout needs one.
+    /// Section header 0 holding the program header count, when the layout needs one.
     pub fn section_header(&self, e: Endian) -> Option<[u8; ELF64_SHDR_SIZE]> {
-        self.shoff?;
-        let mut s = [0u8; ELF64_SHDR_SIZE];
-        e.put_u32(&mut s, 44, u32::try_from(self.phnum).unwrap_or(u32::MAX));
-        Some(s)
+        self.shoff.map(|_| section0(e, self.phnum))
     }
+}
+
+/// `e_phnum` for `phnum` program headers: PN_XNUM from 0xffff on.
+pub fn e_phnum(phnum: u64) -> u16 {
+    u16::try_from(phnum).map_or(PN_XNUM, |n| n.min(PN_XNUM))
+}
+
+/// Section header 0 of a PN_XNUM file: the program header count in `sh_info`.
+pub fn section0(e: Endian, phnum: u64) -> [u8; ELF64_SHDR_SIZE] {
+    let mut s = [0u8; ELF64_SHDR_SIZE];
+    e.put_u32(&mut s, 44, u32::try_from(phnum).unwrap_or(u32::MAX));
+    s
+}
+
+/// Points file header `h` at one section header (section 0) at `shoff`.
+pub fn point_at_section0(e: Endian, h: &mut [u8; ELF64_EHDR_SIZE], shoff: u64) {
+    e.put_u64(h, 40, shoff);
+    e.put_u16(h, 58, ELF64_SHDR_SIZE as u16);
+    e.put_u16(h, 60, 1);
 }

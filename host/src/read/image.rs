@@ -1,0 +1,152 @@
+//! A dump as an ELF vmcore again, so that the dump engine can take it as
+//! input (`vmdump convert`): the stored pages decompressed into a sparse
+//! file, one PT_LOAD per run of stored pages, all-zero pages left as holes,
+//! the dump's notes (VMCOREINFO among them) copied. Pages the dump left
+//! out are in no PT_LOAD, so they stay out of whatever is made from it.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use anyhow::Context;
+use vmdump_format::elf::write::{
+    e_phnum, elf_header, note_program_header, point_at_section0, program_header, section0,
+};
+use vmdump_format::elf::{ELF64_EHDR_SIZE, EM_X86_64, Endian, LoadSegment, PN_XNUM, PT_LOAD};
+use vmdump_format::kdump::{KdumpReader, StoredPage};
+
+use std::ops::Range;
+
+use vmdump_format::kdump::reader::BitCursor;
+
+use super::Decoder;
+use crate::classify::ClassCounts;
+use crate::dump::{DumpError, MetadataFilter, WindowFilter, is_zero_page};
+
+/// What the image holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ImageStats {
+    /// Pages in PT_LOADs.
+    pub pages: u64,
+    /// Of which all zero (holes in the file).
+    pub zero: u64,
+    /// Descriptors lost in an incomplete dump (left out).
+    pub lost: u64,
+}
+
+/// Writes the pages of `reader` into `out` as an ELF vmcore: PT_LOADs over
+/// the RAM of its 1st bitmap, data for the pages it stored. Returns the
+/// counts and the exclusions to apply when dumping the image.
+///
+/// # Errors
+/// A page that cannot be read or decoded (named by pfn), or a failed write.
+pub fn write_image<'r>(
+    reader: &'r KdumpReader<File>,
+    decoder: &mut Decoder<'_>,
+    out: &File,
+) -> anyhow::Result<(ImageStats, InputExclusions<'r>)> {
+    let ps = reader.block_size();
+    let notes = reader.notes();
+    let notes_at = ELF64_EHDR_SIZE as u64;
+    out.write_all_at(notes, notes_at).context("writing the notes")?;
+    let mut offset = (notes_at + notes.len() as u64).div_ceil(ps) * ps;
+    let (mut stats, mut loads, mut lost) = (ImageStats::default(), Vec::<LoadSegment>::new(), Vec::new());
+    let mut page = vec![0u8; ps as usize];
+    let (mut ram, mut stored) = (reader.ram_cursor(), reader.dumpable_cursor());
+    let mut rank = 0;
+    for pfn in 0..reader.max_mapnr() {
+        let (is_ram, is_stored) = (ram.bit(pfn)?, stored.bit(pfn)?);
+        if is_stored {
+            match reader.page_at(pfn, rank)? {
+                StoredPage::Stored { desc, bytes } => {
+                    decoder
+                        .decode(desc.flags, &bytes, &mut page)
+                        .map_err(|why| anyhow::anyhow!("pfn {pfn:#x}: {why}"))?;
+                    if is_zero_page(&page) {
+                        stats.zero += 1;
+                    } else {
+                        out.write_all_at(&page, offset).with_context(|| format!("writing pfn {pfn:#x}"))?;
+                    }
+                    stats.pages += 1;
+                }
+                _ => lost.push(pfn),
+            }
+            rank += 1;
+        } else if !is_ram {
+            continue;
+        }
+        match loads.last_mut().filter(|l| l.paddr + l.mem_size == pfn * ps) {
+            Some(load) => (load.file_size, load.mem_size) = (load.file_size + ps, load.mem_size + ps),
+            None => loads.push(LoadSegment {
+                paddr: pfn * ps,
+                vaddr: 0,
+                file_offset: offset,
+                file_size: ps,
+                mem_size: ps,
+            }),
+        }
+        offset += ps;
+    }
+    stats.lost = lost.len() as u64;
+    write_headers(out, Endian::Little, offset, (notes_at, notes.len() as u64), &loads)?;
+    out.set_len(offset.max(out.metadata()?.len())).context("sizing the image")?;
+    Ok((stats, InputExclusions { reader, lost }))
+}
+
+/// The pages the input dump did not store (excluded, or lost in an
+/// incomplete dump): a metadata filter that keeps them out of what is
+/// made from the image, where they read as zeros.
+pub struct InputExclusions<'r> {
+    reader: &'r KdumpReader<File>,
+    lost: Vec<u64>,
+}
+
+impl MetadataFilter for InputExclusions<'_> {
+    fn cursor(&self) -> Result<Box<dyn WindowFilter + '_>, DumpError> {
+        Ok(Box::new(InputCursor { stored: self.reader.dumpable_cursor(), lost: &self.lost }))
+    }
+}
+
+struct InputCursor<'r> {
+    stored: BitCursor<'r, File>,
+    lost: &'r [u64],
+}
+
+impl WindowFilter for InputCursor<'_> {
+    fn exclude(
+        &mut self,
+        window: Range<u64>,
+        is_ram: &dyn Fn(u64) -> bool,
+        excluded: &mut [u64],
+        counts: &mut ClassCounts,
+    ) -> Result<(), DumpError> {
+        for pfn in window.clone().filter(|&pfn| is_ram(pfn)) {
+            if !self.stored.bit(pfn)? || self.lost.binary_search(&pfn).is_ok() {
+                let i = pfn - window.start;
+                excluded[(i / 64) as usize] |= 1 << (i % 64);
+                counts.earlier += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The program headers at `table_at` (after the data), then the file header.
+fn write_headers(
+    out: &File,
+    e: Endian,
+    table_at: u64,
+    notes: (u64, u64),
+    loads: &[LoadSegment],
+) -> anyhow::Result<()> {
+    let mut table = note_program_header(e, notes.0, notes.1).to_vec();
+    loads.iter().for_each(|l| table.extend_from_slice(&program_header(e, PT_LOAD, l)));
+    let phnum = loads.len() as u64 + 1;
+    let mut header = elf_header(e, EM_X86_64, table_at, e_phnum(phnum));
+    if phnum >= u64::from(PN_XNUM) {
+        point_at_section0(e, &mut header, table_at + table.len() as u64);
+        table.extend_from_slice(&section0(e, phnum));
+    }
+    out.write_all_at(&table, table_at).context("writing the program headers")?;
+    out.write_all_at(&header, 0).context("writing the ELF header")?;
+    Ok(())
+}
