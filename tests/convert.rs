@@ -143,3 +143,23 @@ fn a_corrupt_page_stops_the_conversion_naming_it() {
     expect_failure(&args, &[&format!("pfn {pfn:#x}")]);
     assert!(!out.exists());
 }
+
+#[test]
+fn makedumpfile_mode_refilters_a_dump_file() {
+    let dir = temp_dir("convert-compat");
+    let (vmcore, _) = synthetic(&dir, kernel_spec(Flavour::Linux6_1));
+    let first = dir.join("level0.kdump");
+    makedumpfile_ok(["-l".as_ref(), vmcore.as_os_str(), first.as_os_str()]);
+    let refiltered = dir.join("level31.kdump");
+    let args: Vec<OsArg> = vec![
+        "makedumpfile".into(),
+        "-c".into(),
+        "-d".into(),
+        "31".into(),
+        first.as_path().into(),
+        refiltered.as_path().into(),
+    ];
+    vmdump_ok(args);
+    assert_eq!(header_status_and_level(&refiltered), (0x1, 31));
+    vmdump_ok(["verify".as_ref(), refiltered.as_os_str(), "--against".as_ref(), vmcore.as_os_str()]);
+}

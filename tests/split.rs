@@ -75,6 +75,11 @@ fn check_split_dump(vmcore: &Path, dir: &Path, level: &str, block: &str) {
     set.extend(pieces.iter().map(|p| p.as_path().into()));
     set.extend(["--against".into(), vmcore.into()]);
     vmdump_ok(set);
+    let mut info: Vec<OsArg> = vec!["info".into()];
+    info.extend(pieces.iter().map(|p| p.as_path().into()));
+    let out = vmdump(info);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("split dump       : 3 pieces"), "{text}");
     let (ours, theirs) = reassemble_both(&pieces, dir);
     assert!(std::fs::read(&ours).unwrap() == std::fs::read(&theirs).unwrap(), "reassemblies differ");
     let read = libkdumpfile_compare(&ours, vmcore);

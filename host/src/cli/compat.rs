@@ -223,7 +223,10 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
         None => None,
     };
     match parse_with(args, profile.as_ref().map(|(p, path)| (path.as_path(), p)))? {
-        Request::Dump(dump) => super::dump::run(&dump, plugin_dirs),
+        // A kdump-compressed input is refiltered (makedumpfile -d on a dump file).
+        Request::Dump(dump) => {
+            super::convert::run(&super::convert::ConvertArgs { pieces: Vec::new(), dump: *dump }, plugin_dirs)
+        }
         Request::Rearrange(out) => {
             let mut file =
                 std::fs::File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;

@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
@@ -13,16 +13,9 @@ use crate::read::decode::format_name;
 /// Arguments of `vmdump info`.
 #[derive(Debug, Args)]
 pub struct InfoArgs {
-    /// A kdump-compressed file (plain or flattened).
-    pub dump: PathBuf,
-}
-
-/// Opens a dump with its name in every error.
-///
-/// # Errors
-/// The file cannot be opened or is not a valid kdump-compressed file.
-pub fn open(path: &Path) -> anyhow::Result<KdumpReader<File>> {
-    crate::read::open_dump(path)
+    /// A kdump-compressed file (plain or flattened), or every piece of a split dump.
+    #[arg(required = true, num_args = 1.., value_name = "DUMP")]
+    pub dump: Vec<PathBuf>,
 }
 
 /// Descriptors pointing at the shared zero page, read in 64 KiB chunks.
@@ -72,7 +65,8 @@ fn count_ram(r: &KdumpReader<File>) -> anyhow::Result<u64> {
 /// # Errors
 /// The dump is invalid, or writing fails.
 pub fn run(args: &InfoArgs, out: &mut impl Write) -> anyhow::Result<()> {
-    let r = open(&args.dump)?;
+    let r = crate::read::open_dump_set(&args.dump)?;
+    let name = args.dump.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
     let (h, sub) = (r.header(), r.sub_header());
     let text = |i| String::from_utf8_lossy(h.utsname.get(i)).into_owned();
     // QEMU fills only `machine` (kdump-format.md §9): the release then comes from VMCOREINFO.
@@ -82,7 +76,17 @@ pub fn run(args: &InfoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     {
         release = format!("{osrelease} (OSRELEASE; the header's utsname has none)");
     }
-    writeln!(out, "file             : {} ({:#x} bytes)", args.dump.display(), r.file_size())?;
+    writeln!(out, "file             : {name} ({:#x} bytes)", r.file_size())?;
+    if args.dump.len() > 1 {
+        writeln!(out, "split dump       : {} pieces, read as one", args.dump.len())?;
+    }
+    if let Some(piece) = r.piece() {
+        writeln!(
+            out,
+            "split piece      : pfns {:#x}..{:#x} (the other pieces hold the rest)",
+            piece.start, piece.end
+        )?;
+    }
     writeln!(out, "header version   : {}", h.header_version)?;
     let kernel = [text(Utsname::SYSNAME), release, text(Utsname::MACHINE)];
     let kernel: Vec<&str> = kernel.iter().map(String::as_str).filter(|s| !s.is_empty()).collect();
