@@ -236,11 +236,7 @@ pub fn report_value(text: &str, label: &str) -> u64 {
 }
 
 /// Runs makedumpfile (scripts/test.sh installs it with apt-get).
-pub fn makedumpfile<I, S>(args: I) -> Output
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
+pub fn makedumpfile(args: &[&OsStr]) -> Output {
     Command::new("makedumpfile")
         .args(args)
         .stdin(std::process::Stdio::null())
@@ -254,6 +250,8 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let out = makedumpfile(args);
+    let owned: Vec<S> = args.into_iter().collect();
+    let args: Vec<&OsStr> = owned.iter().map(AsRef::as_ref).collect();
+    let out = makedumpfile(&args);
     assert!(out.status.success(), "makedumpfile failed: {}", String::from_utf8_lossy(&out.stderr));
 }

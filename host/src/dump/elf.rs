@@ -15,15 +15,13 @@ use vmdump_format::elf::write::{CoreLayout, program_header};
 use vmdump_format::elf::{ELF64_PHDR_SIZE, LoadSegment, PT_LOAD};
 use vmdump_format::phys::PhysMap;
 
+use super::pipeline::run_pages;
 use super::writer::for_each_bitmap_window;
 use super::{
-    DL_EXCLUDE_ZERO, DumpConfig, DumpError, DumpReport, Filters, PageRecord, Slot, Worker, check_level,
-    reader_ranges, worker_totals,
+    DL_EXCLUDE_ZERO, DumpConfig, DumpError, DumpReport, Filters, PageRecord, Slot, check_level, reader_ranges,
 };
 use crate::classify::ClassCounts;
-use crate::codec::{EncodeStats, PageEncoder};
-use crate::filters::FilterStage;
-use crate::input::{BatchReader, Vmcore};
+use crate::input::Vmcore;
 use crate::output::sink::Sink;
 use crate::progress::Progress;
 
@@ -115,48 +113,6 @@ fn feed(segments: &mut Segments<'_>, slot: &Slot, data_at: u64, mut closed: impl
     offset - data_at
 }
 
-/// What a run of the pipeline counted.
-struct PassCounts {
-    zero_pages: u64,
-    encode: EncodeStats,
-    plugin_excluded: Vec<(String, u64)>,
-    mmap_fallback: Option<String>,
-}
-
-/// The kept pages through the pipeline, stored raw: `drain` gets every
-/// encoded slot, in pfn order. Returns the counts and how the run ended.
-fn run_pages(
-    vmcore: &Vmcore,
-    filters: Filters<'_>,
-    config: &DumpConfig,
-    drain: impl FnMut(&mut Slot) -> Result<(), DumpError>,
-) -> Result<(PassCounts, Result<(), DumpError>), DumpError> {
-    let (filter, plugins, _) = filters;
-    let exclude_zero = config.dump_level & DL_EXCLUDE_ZERO != 0;
-    let sparse = filter.is_some() || !plugins.metadata.is_empty();
-    let ranges = reader_ranges(vmcore, filters, None)?;
-    let mut reader = BatchReader::new(vmcore, ranges, config.batch_pages, config.read_mode, sparse);
-    let slots = (0..4 * config.threads + 4).map(|_| Slot::default()).collect();
-    let (workers, ran) = crate::pool::run_ordered(
-        slots,
-        config.threads,
-        |slot: &mut Slot| reader.fill(&mut slot.pages),
-        || {
-            Worker::new(
-                PageEncoder::raw(),
-                exclude_zero,
-                FilterStage::new(&plugins.content),
-                vmcore.page_size(),
-            )
-        },
-        |worker: &mut Worker<'_>, slot: &mut Slot| worker.encode(slot),
-        drain,
-    );
-    let (zero_pages, encode, plugin_excluded) = worker_totals(&workers, reader.ranges().counts());
-    let mmap_fallback = reader.mmap_failure().map(|e| e.to_string());
-    Ok((PassCounts { zero_pages, encode, plugin_excluded, mmap_fallback }, ran))
-}
-
 /// The first pass: the number of segments and of pages. The pages are read
 /// only when their bytes decide (zero pages excluded, content filters).
 fn count_segments(
@@ -169,7 +125,7 @@ fn count_segments(
     let reads_pages = config.dump_level & DL_EXCLUDE_ZERO != 0 || !filters.1.content.is_empty();
     if reads_pages {
         let config = DumpConfig { progress: crate::progress::ProgressStyle::Off, ..config.clone() };
-        let (_, ran) = run_pages(vmcore, filters, &config, |slot| {
+        let (_, ran) = run_pages(vmcore, None, filters, &config, |slot| {
             pages += slot.records.iter().filter(|r| matches!(r, PageRecord::Stored { .. })).count() as u64;
             feed(&mut segments, slot, 0, |_| {});
             Ok(())
@@ -302,7 +258,7 @@ pub fn dump_elf(
     };
     out.begin(notes)?;
     let mut progress = Progress::new("Copying data", pages, config.progress);
-    let (counts, ran) = run_pages(vmcore, filters, config, |slot| {
+    let (counts, ran) = run_pages(vmcore, None, filters, config, |slot| {
         out.write_slot(slot)?;
         progress.update(out.pages);
         Ok(())

@@ -8,6 +8,7 @@
 
 mod elf;
 mod filter;
+mod pipeline;
 mod report;
 mod slot;
 mod split;
@@ -19,6 +20,7 @@ use vmdump_format::kdump::Layout;
 
 pub use elf::dump_elf;
 pub use filter::{BothFilters, DumpableRanges, MetadataFilter, WINDOW_PFNS, WindowFilter, bit};
+use pipeline::run_pages;
 pub use report::DumpReport;
 pub use slot::{PageRecord, Slot, Worker, is_zero_page};
 pub use split::{DEFAULT_SPLITBLOCK_BYTES, split_pieces};
@@ -27,9 +29,9 @@ pub use writer::{BitmapWindow, KeptPages, count_bits, for_each_bitmap_window};
 use writer::{KdumpWriter, Preamble, write_bitmaps};
 
 use crate::classify::ClassCounts;
-use crate::codec::{Codec, EncodeStats, PageEncoder};
-use crate::filters::{FilterSet, FilterStage, PluginRanges, add_counts};
-use crate::input::{BatchReader, ReadError, ReadMode, Vmcore};
+use crate::codec::{Codec, EncodeStats};
+use crate::filters::{FilterSet, PluginRanges, add_counts};
+use crate::input::{ReadError, ReadMode, Vmcore};
 use crate::output::sink::{Sink, SinkError};
 use crate::progress::{Progress, ProgressStyle};
 
@@ -277,33 +279,19 @@ pub fn dump(
         piece_pages: pass.piece_pages,
     };
     let mut writer = KdumpWriter::begin(sink, &preamble)?;
-    let sparse = filter.is_some() || !plugins.metadata.is_empty();
-    let ranges = reader_ranges(vmcore, filters, config.piece.clone())?;
-    let mut reader = BatchReader::new(vmcore, ranges, config.batch_pages, config.read_mode, sparse);
     let mut progress = Progress::new("Copying data", writer.expected_pages(), config.progress);
-    let slots = (0..4 * config.threads + 4).map(|_| Slot::default()).collect();
-    let (workers, ran) = crate::pool::run_ordered(
-        slots,
-        config.threads,
-        |slot: &mut Slot| reader.fill(&mut slot.pages),
-        || {
-            let encoder = codec.map_or_else(PageEncoder::raw, Codec::encoder);
-            Worker::new(encoder, exclude_zero, FilterStage::new(&plugins.content), vmcore.page_size())
-        },
-        |worker: &mut Worker<'_>, slot: &mut Slot| worker.encode(slot),
-        |slot: &mut Slot| {
-            writer.write_slot(slot)?;
-            progress.update(writer.pages());
-            Ok(())
-        },
-    );
+    let (counts, ran) = run_pages(vmcore, codec, filters, config, |slot| {
+        writer.write_slot(slot)?;
+        progress.update(writer.pages());
+        Ok(())
+    })?;
     progress.finish();
     let incomplete = match ran {
         Ok(()) => None,
         Err(DumpError::Write(e)) if e.is_out_of_space() && config.close_incomplete => Some(e.to_string()),
         Err(e) => return Err(e),
     };
-    let accounted = writer.pages() + writer.dropped() + reader.ranges().skipped();
+    let accounted = writer.pages() + writer.dropped() + counts.skipped;
     if incomplete.is_none() && accounted != writer.expected_pages() {
         let expected = writer.expected_pages();
         return Err(DumpError::Internal(format!(
@@ -312,7 +300,6 @@ pub fn dump(
     }
     let (pages_in_file, bytes_written) =
         if incomplete.is_some() { writer.close_incomplete()? } else { (writer.pages(), writer.finish()?) };
-    let (zero_pages, encode, plugin_excluded) = worker_totals(&workers, reader.ranges().counts());
     Ok(DumpReport {
         dump_level: config.dump_level,
         max_mapnr: layout.max_mapnr,
@@ -320,14 +307,14 @@ pub fn dump(
         pages_in_file,
         incomplete,
         excluded,
-        plugin_excluded,
+        plugin_excluded: counts.plugin_excluded,
         filter_failures: filter_failures(plugins),
         classify_seconds: filter.map(|_| classify_seconds),
-        zero_pages,
-        encode,
+        zero_pages: counts.zero_pages,
+        encode: counts.encode,
         bytes_written,
         compressor: codec.map(|c| c.name().to_owned()),
         plugin_failure: codec.and_then(Codec::failure).map(|e| e.to_string()),
-        mmap_fallback: reader.mmap_failure().map(|e| e.to_string()),
+        mmap_fallback: counts.mmap_fallback,
     })
 }
