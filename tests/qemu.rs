@@ -360,3 +360,22 @@ fn fixture_vmcore_sk_dumped_by_qemu_verifies_and_gives_the_kernel_log() {
         want.len()
     );
 }
+
+#[test]
+fn a_qemu_dump_converts_to_zstd_and_to_elf() {
+    let dir = temp_dir("qemu-convert");
+    let (vmcore, _) = synthetic_vmcore(&dir);
+    let qemu = dir.join("kdump-zlib");
+    qemu_dump(&vmcore, &qemu, &[]);
+    let zstd = dir.join("zstd.kdump");
+    let args: Vec<OsArg> = ["convert", "--no-progress", "--compress", "zstd", "-d", "0"]
+        .map(OsArg::from)
+        .into_iter()
+        .chain([qemu.as_path().into(), zstd.as_path().into()])
+        .collect();
+    vmdump_ok(args);
+    let read = libkdumpfile_compare(&zstd, &vmcore);
+    assert_eq!((read.different, read.missing), (0, 0), "{}", read.raw);
+    assert_eq!(read.equal, dump_counts(&zstd).ram_pages, "{}", read.raw);
+    assert_verifies(&zstd, &vmcore);
+}
