@@ -3,8 +3,12 @@
 level, same page format, runs alternated, medians compared as ratios.
 A benchmark, never a test: it prints, it does not judge.
 
-usage: dump_vs_makedumpfile.py [--runs N] [--zlib-level L] VMDUMP VMCORE...
+usage: dump_vs_makedumpfile.py [--runs N] [--zlib-level L] [--formats] VMDUMP VMCORE...
+
+--formats compares the other outputs instead: ELF (-E), split into 3 pieces
+(sizes summed), reassembly, and refiltering a dump file (vmdump convert).
 """
+import glob
 import argparse
 import os
 import statistics
@@ -14,18 +18,22 @@ import time
 
 
 def run(cmd, out):
-    """Runs cmd once; returns (seconds, max RSS MiB, output bytes)."""
-    if os.path.exists(out):
-        os.remove(out)
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    err = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
+    """Runs cmd once; returns (seconds, max RSS MiB, output bytes: every
+    file whose name starts with `out`, for split pieces)."""
+    for old in glob.glob(glob.escape(out) + "*"):
+        os.remove(old)
+    # stderr to a file: a pipe nobody reads until the end would block a
+    # program that writes much (makedumpfile -E does).
+    with tempfile.TemporaryFile() as log:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        log.seek(0)
+        err = log.read().decode(errors="replace")
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"failed: {' '.join(cmd)}\n{err}")
-    return seconds, usage.ru_maxrss / 1024, os.path.getsize(out)
+    return seconds, usage.ru_maxrss / 1024, sum(map(os.path.getsize, glob.glob(glob.escape(out) + "*")))
 
 
 def compare(name, a, b, runs, tmp):
@@ -48,6 +56,7 @@ def main():
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--zlib-level", type=int, default=2)
     p.add_argument("--zlib-profile", default="config/zlib.toml")
+    p.add_argument("--formats", action="store_true")
     p.add_argument("vmdump")
     p.add_argument("vmcores", nargs="+")
     args = p.parse_args()
@@ -59,7 +68,9 @@ def main():
     print(f"medians of {args.runs} alternating runs; ratios: speed = other time / first time, "
           f"size and RSS = first / other")
     with tempfile.TemporaryDirectory(prefix="vmdump-bench-", dir=os.environ.get("BENCH_TMP")) as tmp:
-        for vmcore in args.vmcores:
+        for vmcore in args.vmcores if args.formats else []:
+            formats(args, vmcore, tmp)
+        for vmcore in [] if args.formats else args.vmcores:
             name = os.path.basename(vmcore)
             z = f"zlib:{args.zlib_level}"
             zp = ("--profile", args.zlib_profile, "--compress", z)
@@ -80,6 +91,33 @@ def main():
             compare(f"{name} zlib, 2 threads vs 1",
                     (f"vmdump {z} -t2", vm(vmcore, *zp, "--threads", "2")),
                     (f"vmdump {z} -t1", vm(vmcore, *zp, "--threads", "1")), args.runs, tmp)
+
+
+def formats(args, vmcore, tmp):
+    """ELF output, split, reassembly and refiltering, against makedumpfile."""
+    name, v = os.path.basename(vmcore), args.vmdump
+    compare(f"{name} -E -d 31",
+            ("vmdump --elf -d31", lambda o: [v, "dump", "--no-progress", "--elf", "-d", "31", vmcore, o]),
+            ("makedumpfile -E -d31", lambda o: ["makedumpfile", "-E", "-d", "31", vmcore, o]), args.runs, tmp)
+    pieces = lambda o: [f"{o}.{i}" for i in (1, 2, 3)]
+    compare(f"{name} --split 3 lzo -d 31",
+            ("vmdump --split 3", lambda o: [v, "dump", "--no-progress", "--compress", "lzo", "-d", "31",
+                                            "--split", "3", "--splitblock-size", "64M", vmcore, o]),
+            ("makedumpfile --split", lambda o: ["makedumpfile", "--split", "--splitblock-size", "65536", "-l",
+                                                "-d", "31", vmcore, *pieces(o)]), args.runs, tmp)
+    made = os.path.join(tmp, "input")
+    subprocess.run(["makedumpfile", "--split", "--splitblock-size", "65536", "-l", "-d", "31", vmcore,
+                    *pieces(made)], check=True, capture_output=True)
+    compare(f"{name} reassemble 3 pieces",
+            ("vmdump reassemble", lambda o: [v, "reassemble", *pieces(made), o]),
+            ("makedumpfile --reassemble", lambda o: ["makedumpfile", "--reassemble", *pieces(made), o]),
+            args.runs, tmp)
+    whole = os.path.join(tmp, "whole-l-d0")
+    subprocess.run(["makedumpfile", "-l", vmcore, whole], check=True, capture_output=True)
+    compare(f"{name} refilter -l -d0 dump to -d 31",
+            ("vmdump convert -d31 lzo", lambda o: [v, "convert", "--no-progress", "--compress", "lzo", "-d", "31",
+                                                   whole, o]),
+            ("makedumpfile -l -d31", lambda o: ["makedumpfile", "-l", "-d", "31", whole, o]), args.runs, tmp)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 # Benchmark (not a test): vmdump against makedumpfile on the real vmcores of
 # ../shared/fixtures (and any vmcore given), same dump level and format,
 # alternating runs; prints time, size and RSS ratios.
-# Usage: scripts/bench-dump.sh [--runs N] [--zlib-level L] [VMCORE...]
+# Usage: scripts/bench-dump.sh [--runs N] [--zlib-level L] [--formats] [VMCORE...]
+# --formats: ELF output, split, reassembly and refiltering instead of dumps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/tools.sh
@@ -13,6 +14,7 @@ opts=() vmcores=()
 while (($#)); do
     case $1 in
         --runs|--zlib-level) opts+=("$1" "$2"); shift 2 ;;
+        --formats) opts+=("$1"); shift ;;
         *) vmcores+=("$1"); shift ;;
     esac
 done
