@@ -168,3 +168,32 @@ fn split_dump_of_vmcore_sk_reassembles_page_exact() {
     let dir = temp_dir("split-sk");
     check_split_dump(&fixture.elf, &dir, "31", "64M");
 }
+
+#[test]
+fn incomplete_pieces_reassemble_into_an_incomplete_dump_that_reads() {
+    let dir = temp_dir("split-incomplete");
+    let (vmcore, _) = synthetic(&dir, kernel_spec(Flavour::Linux6_1));
+    let out = dir.join("cut");
+    let args: Vec<OsArg> =
+        ["dump", "--no-progress", "-d", "0", "--split", "3", "--splitblock-size", "8M", "-L", "2M"]
+            .map(OsArg::from)
+            .into_iter()
+            .chain([vmcore.as_path().into(), out.as_path().into()])
+            .collect();
+    let result = vmdump(args);
+    assert_eq!(result.status.code(), Some(1), "{}", String::from_utf8_lossy(&result.stderr));
+    let pieces: Vec<PathBuf> = (1..=3).map(|i| PathBuf::from(format!("{}.{i}", out.display()))).collect();
+    for piece in &pieces {
+        let reader = KdumpReader::open(std::fs::File::open(piece).unwrap()).unwrap();
+        assert!(reader.is_incomplete(), "{} should be flagged incomplete", piece.display());
+    }
+    let whole = dir.join("whole");
+    let mut args: Vec<OsArg> = vec!["reassemble".into()];
+    args.extend(pieces.iter().map(|p| p.as_path().into()));
+    args.push(whole.as_path().into());
+    let result = vmdump(args);
+    assert_eq!(result.status.code(), Some(1), "{}", String::from_utf8_lossy(&result.stderr));
+    assert!(KdumpReader::open(std::fs::File::open(&whole).unwrap()).unwrap().is_incomplete());
+    let read = libkdumpfile_compare(&whole, &vmcore);
+    assert!(read.different == 0 && read.equal > 0 && read.missing > 0, "{}", read.raw);
+}

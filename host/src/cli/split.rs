@@ -67,7 +67,7 @@ pub fn write_pieces(
                     ..config.clone()
                 };
                 scope.spawn(move || {
-                    let mut sink = FileSink::new(file, None).sync_on_finish(args.sync);
+                    let mut sink = FileSink::new(file, args.limit).sync_on_finish(args.sync);
                     let filters = (stages.filter, stages.plugins, stages.kernel);
                     dump(vmcore, stages.codec, filters, &config, &mut sink)
                         .with_context(|| format!("dump to {} failed", path.display()))

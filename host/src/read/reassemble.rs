@@ -94,6 +94,8 @@ struct Joiner<'s> {
     /// The run of contiguous source bytes being gathered: source offset,
     /// length, offset in the output.
     run: (u64, u64, u64),
+    /// Pfns whose data an incomplete piece lost: left out of the 2nd bitmap.
+    lost: Vec<Range<u64>>,
 }
 
 impl Joiner<'_> {
@@ -163,7 +165,11 @@ impl Joiner<'_> {
         zero: Option<u64>,
     ) -> anyhow::Result<()> {
         if desc.offset == 0 && r.is_incomplete() {
-            return self.push_desc(&PageDesc::default());
+            match self.lost.last_mut().filter(|l| l.end == pfn) {
+                Some(run) => run.end += 1,
+                None => self.lost.push(pfn..pfn + 1),
+            }
+            return Ok(());
         }
         if zero.is_some_and(|z| z == desc.offset) {
             let offset = self.zero_page.with_context(|| format!("{name}: pfn {pfn:#x}: zero page"))?;
@@ -188,6 +194,35 @@ fn read_descs(r: &KdumpReader<File>, local: u64) -> anyhow::Result<Vec<u8>> {
         Err(_) if r.is_incomplete() => Ok(vec![0u8; PAGE_DESC_SIZE]),
         Err(e) => Err(e).with_context(|| format!("page descriptors at {at:#x}")),
     }
+}
+
+/// Clears the bits of the `lost` pfns in the 2nd bitmap copied from
+/// `first`, so that readers see those pages absent, not corrupt (§1.11).
+fn clear_lost(first: &KdumpReader<File>, lost: &[Range<u64>], sink: &mut dyn Sink) -> anyhow::Result<()> {
+    let bitmap = first.geometry().bitmap2_offset;
+    let mut buf = Vec::new();
+    // The last byte written: the next run may start in it (runs increase).
+    let mut written: Option<(u64, u8)> = None;
+    for run in lost {
+        let mut pfn = run.start;
+        while pfn < run.end {
+            let byte = pfn / 8;
+            let last = (run.end - 1).min(pfn + 8 * COPY_BYTES as u64 - 1) / 8;
+            buf.resize((last - byte + 1) as usize, 0);
+            first.source().read_exact_at(&mut buf, bitmap + byte).context("reading the 2nd bitmap")?;
+            if let Some((at, value)) = written.filter(|(at, _)| *at == byte) {
+                buf[(at - byte) as usize] = value;
+            }
+            let end = run.end.min((last + 1) * 8);
+            for p in pfn..end {
+                buf[(p / 8 - byte) as usize] &= !(1 << (p % 8));
+            }
+            sink.write_at(bitmap + byte, &buf)?;
+            written = Some((last, buf[(last - byte) as usize]));
+            pfn = end;
+        }
+    }
+    Ok(())
 }
 
 /// Writes the dump the `pieces` make into `sink`.
@@ -218,6 +253,7 @@ pub fn reassemble(mut pieces: Vec<Piece>, sink: &mut dyn Sink) -> anyhow::Result
         zero_page: None,
         pages: 0,
         run: (0, 0, data_offset),
+        lost: Vec::new(),
     };
     if first.zero_page_offset().is_some() {
         joiner.sink.write_at(data_offset, &vec![0u8; first.block_size() as usize])?;
@@ -234,6 +270,7 @@ pub fn reassemble(mut pieces: Vec<Piece>, sink: &mut dyn Sink) -> anyhow::Result
     }
     let descs = std::mem::take(&mut joiner.descs);
     joiner.sink.write_at(joiner.descs_at, &descs)?;
+    clear_lost(first, &joiner.lost, joiner.sink)?;
     let pages = joiner.pages;
     joiner.sink.finish()?;
     Ok(Reassembled { pages, incomplete, bytes: joiner.sink.bytes_written() })
