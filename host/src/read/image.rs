@@ -12,13 +12,14 @@ use vmdump_format::elf::write::{
     e_phnum, elf_header, note_program_header, point_at_section0, program_header, section0,
 };
 use vmdump_format::elf::{ELF64_EHDR_SIZE, EM_X86_64, Endian, LoadSegment, PN_XNUM, PT_LOAD};
-use vmdump_format::kdump::{KdumpReader, StoredPage};
+use vmdump_format::kdump::KdumpReader;
 
 use std::ops::Range;
 
 use vmdump_format::kdump::reader::BitCursor;
 
 use super::Decoder;
+use super::descs::Descriptors;
 use crate::classify::ClassCounts;
 use crate::dump::{DumpError, MetadataFilter, WindowFilter, is_zero_page};
 
@@ -44,33 +45,46 @@ pub fn write_image<'r>(
     decoder: &mut Decoder<'_>,
     out: &File,
 ) -> anyhow::Result<(ImageStats, InputExclusions<'r>)> {
+    if let Some(piece) = reader.piece() {
+        anyhow::bail!(
+            "a piece of a split dump (pfns {:#x}..{:#x}): give the other pieces too (--piece FILE)",
+            piece.start,
+            piece.end
+        );
+    }
     let ps = reader.block_size();
     let notes = reader.notes();
     let notes_at = ELF64_EHDR_SIZE as u64;
     out.write_all_at(notes, notes_at).context("writing the notes")?;
     let mut offset = (notes_at + notes.len() as u64).div_ceil(ps) * ps;
     let (mut stats, mut loads, mut lost) = (ImageStats::default(), Vec::<LoadSegment>::new(), Vec::new());
-    let mut page = vec![0u8; ps as usize];
+    let (mut page, mut stored_bytes) = (vec![0u8; ps as usize], Vec::new());
     let (mut ram, mut stored) = (reader.ram_cursor(), reader.dumpable_cursor());
+    let (mut descs, zero) = (Descriptors::new(reader), reader.zero_page_offset());
     let mut rank = 0;
     for pfn in 0..reader.max_mapnr() {
         let (is_ram, is_stored) = (ram.bit(pfn)?, stored.bit(pfn)?);
         if is_stored {
-            match reader.page_at(pfn, rank)? {
-                StoredPage::Stored { desc, bytes } => {
-                    decoder
-                        .decode(desc.flags, &bytes, &mut page)
-                        .map_err(|why| anyhow::anyhow!("pfn {pfn:#x}: {why}"))?;
-                    if is_zero_page(&page) {
-                        stats.zero += 1;
-                    } else {
-                        out.write_all_at(&page, offset).with_context(|| format!("writing pfn {pfn:#x}"))?;
-                    }
-                    stats.pages += 1;
-                }
-                _ => lost.push(pfn),
-            }
+            let desc = descs.get(rank).with_context(|| format!("pfn {pfn:#x}"))?;
             rank += 1;
+            if desc.offset == 0 && reader.is_incomplete() {
+                lost.push(pfn);
+            } else if zero == Some(desc.offset) {
+                (stats.pages, stats.zero) = (stats.pages + 1, stats.zero + 1);
+            } else {
+                reader.check_desc(pfn, &desc).map_err(anyhow::Error::msg)?;
+                stored_bytes.resize(desc.size as usize, 0);
+                reader.source().read_exact_at(&mut stored_bytes, desc.offset)?;
+                decoder
+                    .decode(desc.flags, &stored_bytes, &mut page)
+                    .map_err(|why| anyhow::anyhow!("pfn {pfn:#x}: {why}"))?;
+                if is_zero_page(&page) {
+                    stats.zero += 1;
+                } else {
+                    out.write_all_at(&page, offset).with_context(|| format!("writing pfn {pfn:#x}"))?;
+                }
+                stats.pages += 1;
+            }
         } else if !is_ram {
             continue;
         }

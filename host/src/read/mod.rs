@@ -4,6 +4,7 @@
 //! `vmdump_format::kdump::reader`.
 
 pub mod decode;
+pub mod descs;
 pub mod image;
 pub mod phys;
 pub mod reassemble;

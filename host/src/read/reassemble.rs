@@ -12,6 +12,7 @@ use anyhow::{Context, bail, ensure};
 use vmdump_format::ReadAt;
 use vmdump_format::kdump::{DUMP_DH_COMPRESSED_INCOMPLETE, KdumpReader, PAGE_DESC_SIZE, PageDesc};
 
+use super::descs::Descriptors;
 use crate::output::sink::Sink;
 
 /// Bytes copied per read.
@@ -134,8 +135,8 @@ impl Joiner<'_> {
     /// Descriptors and data of one piece, in pfn order.
     fn piece(&mut self, name: &str, r: &KdumpReader<File>, pfns: Range<u64>) -> anyhow::Result<()> {
         let zero = r.zero_page_offset();
-        let mut table = Vec::new();
-        let (mut local, mut table_start) = (0u64, 0u64);
+        let mut descs = Descriptors::new(r);
+        let mut local = 0u64;
         for item in r.dumpable_pfns() {
             let (pfn, _) = item.with_context(|| format!("{name}: 2nd bitmap"))?;
             if pfn < pfns.start {
@@ -144,12 +145,7 @@ impl Joiner<'_> {
             if pfn >= pfns.end {
                 break;
             }
-            if local >= table_start + (table.len() / PAGE_DESC_SIZE) as u64 {
-                table_start = local;
-                table = read_descs(r, local).with_context(|| format!("{name}: pfn {pfn:#x}"))?;
-            }
-            let at = ((local - table_start) as usize) * PAGE_DESC_SIZE;
-            let desc = PageDesc::decode(&table[at..at + PAGE_DESC_SIZE])?;
+            let desc = descs.get(local).with_context(|| format!("{name}: pfn {pfn:#x}"))?;
             local += 1;
             self.page(name, r, pfn, desc, zero)?;
         }
@@ -178,21 +174,6 @@ impl Joiner<'_> {
         r.check_desc(pfn, &desc).map_err(|why| anyhow::anyhow!("{name}: {why}"))?;
         desc.offset = self.place(r.source(), desc.offset, u64::from(desc.size))?;
         self.push_desc(&desc)
-    }
-}
-
-/// Up to [`DESC_CHUNK`] descriptors of `r` from index `local`; fewer at
-/// the end of the file of an incomplete piece.
-fn read_descs(r: &KdumpReader<File>, local: u64) -> anyhow::Result<Vec<u8>> {
-    let at = r.geometry().page_desc_offset + local * PAGE_DESC_SIZE as u64;
-    let room = r.file_size().saturating_sub(at) / PAGE_DESC_SIZE as u64;
-    let n = (DESC_CHUNK as u64).min(room).max(1) as usize;
-    let mut buf = vec![0u8; n * PAGE_DESC_SIZE];
-    match r.source().read_exact_at(&mut buf, at) {
-        Ok(()) => Ok(buf),
-        // Descriptors beyond the end of an incomplete piece read as lost (offset 0).
-        Err(_) if r.is_incomplete() => Ok(vec![0u8; PAGE_DESC_SIZE]),
-        Err(e) => Err(e).with_context(|| format!("page descriptors at {at:#x}")),
     }
 }
 
