@@ -98,7 +98,7 @@ impl CoreLayout {
 
 /// `e_phnum` for `phnum` program headers: PN_XNUM from 0xffff on.
 pub fn e_phnum(phnum: u64) -> u16 {
-    u16::try_from(phnum).map_or(PN_XNUM, |n| n.min(PN_XNUM))
+    u16::try_from(phnum).unwrap_or(PN_XNUM)
 }
 
 /// Section header 0 of a PN_XNUM file: the program header count in `sh_info`.
