@@ -155,6 +155,8 @@ pub struct EncodeStats {
     pub random: u64,
     /// Pages stored raw because the plugin failed or was disabled.
     pub plugin_failed: u64,
+    /// Pages stored raw with no compressor at all (`none`, ELF output).
+    pub uncompressed: u64,
 }
 
 impl std::ops::AddAssign for EncodeStats {
@@ -163,6 +165,7 @@ impl std::ops::AddAssign for EncodeStats {
         self.incompressible += o.incompressible;
         self.random += o.random;
         self.plugin_failed += o.plugin_failed;
+        self.uncompressed += o.uncompressed;
     }
 }
 
@@ -188,7 +191,10 @@ impl<'c> PageEncoder<'c> {
     /// Encodes one page: compressed when the plugin works and shrinks it,
     /// raw otherwise. Never fails.
     pub fn encode(&mut self, page: &[u8]) -> Encoded<'_> {
-        let Some(codec) = self.codec else { return Encoded::Raw };
+        let Some(codec) = self.codec else {
+            self.stats.uncompressed += 1;
+            return Encoded::Raw;
+        };
         let (Some(ctx), false) = (self.ctx.as_mut(), codec.health.is_disabled()) else {
             self.stats.plugin_failed += 1;
             return Encoded::Raw;

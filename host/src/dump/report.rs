@@ -114,12 +114,19 @@ impl DumpReport {
         let mut t = String::new();
         let e = &self.encode;
         let name = self.compressor.as_deref().unwrap_or("none");
-        let _ = writeln!(
-            t,
-            "Compression     : {name}: {} pages compressed, {} stored raw (incompressible), {} raw (random), \
-             {} raw (plugin failed)",
-            e.compressed, e.incompressible, e.random, e.plugin_failed
-        );
+        match self.compressor {
+            None => {
+                let _ = writeln!(t, "Compression     : none: {} pages stored raw", e.uncompressed);
+            }
+            Some(_) => {
+                let _ = writeln!(
+                    t,
+                    "Compression     : {name}: {} pages compressed, {} stored raw (incompressible), {} raw \
+                     (random), {} raw (plugin failed)",
+                    e.compressed, e.incompressible, e.random, e.plugin_failed
+                );
+            }
+        }
         for (name, pages) in &self.plugin_excluded {
             let _ = writeln!(t, "Filter          : {name}: {pages} pages excluded");
         }
