@@ -35,6 +35,8 @@
 pub mod elf;
 pub mod error;
 pub mod flat;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod kdump;
 pub mod phys;
 pub mod read_at;

@@ -224,7 +224,9 @@ impl PhysMap {
         let file_end = seg.paddr.saturating_add(seg.file_size.min(seg.mem_size));
         let file_bytes = page_end.min(file_end).saturating_sub(data_start);
         Some(PageLocation {
-            file_offset: seg.file_offset + (data_start - seg.paddr),
+            // Saturating: far beyond p_filesz (file_bytes == 0) the sum can
+            // exceed u64 (p_memsz near 2^64); within it, parse checked it.
+            file_offset: seg.file_offset.saturating_add(data_start - seg.paddr),
             lead_zero: (data_start - page_start) as u32,
             file_bytes: file_bytes as u32,
             page_size: self.page_size as u32,

@@ -84,7 +84,9 @@ impl Layout {
         let bs = u64::from(block_size);
         let offset_note = bs + SUB_HEADER_SIZE as u64;
         let (offset_vmcoreinfo, size_vmcoreinfo) = match vmcoreinfo {
-            Some(r) if r.start <= r.end && r.end <= size_note => (offset_note + r.start, r.end - r.start),
+            Some(r) if r.start <= r.end && r.end <= size_note => {
+                (add(offset_note, r.start)?, r.end - r.start)
+            }
             Some(r) => {
                 let reason = format!("VMCOREINFO range {r:?} is outside the {size_note:#x}-byte notes");
                 return Err(FormatError::BadKdump { what: "notes", offset: offset_note, reason });

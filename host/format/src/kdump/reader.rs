@@ -306,7 +306,8 @@ impl<R: ReadAt> KdumpReader<R> {
                 "pfn {pfn:#x}: descriptor index {index} beyond the {} descriptors",
                 self.num_dumpable()
             );
-            let at = index.saturating_mul(PAGE_DESC_SIZE as u64).saturating_add(self.geometry.page_desc_offset);
+            let at =
+                index.saturating_mul(PAGE_DESC_SIZE as u64).saturating_add(self.geometry.page_desc_offset);
             return Err(FormatError::BadKdump { what: "page_desc", offset: at, reason });
         }
         // No overflow: `open` checked page_desc_offset + 24 * num_dumpable.

@@ -57,6 +57,15 @@ fn layout_edges() {
 }
 
 #[test]
+fn vmcoreinfo_offset_overflow_is_an_error_not_a_panic() {
+    // Found by fuzzing (target kdump): notes of u64::MAX bytes with the
+    // VMCOREINFO at their end overflowed block_size + 104 + start.
+    let (start, size_note) = (u64::MAX - 8, u64::MAX);
+    let got = Layout::new(1, 4096, size_note, Some(start..size_note), 0);
+    assert!(matches!(got, Err(FormatError::LayoutOverflow(_))), "{got:?}");
+}
+
+#[test]
 fn header_fields_at_documented_offsets() {
     let l = Layout::new(0x1_0000_0001, 4096, 0, None, 0).unwrap();
     let mut h = l.disk_dump_header(DUMP_DH_COMPRESSED_ZSTD, 4);

@@ -113,3 +113,17 @@ fn rejects_bad_input() {
     let map = PhysMap::new(&[seg(u64::MAX - 0x1000, 0, 0x2000, 0x2000)], PS).unwrap();
     assert!(map.locate(map.max_pfn() - 1).is_some());
 }
+
+#[test]
+fn page_far_beyond_p_filesz_of_a_huge_segment_is_zero_not_an_overflow() {
+    // Found by fuzzing (target elf): p_offset 0x1000, p_filesz 0,
+    // p_memsz 2^64 - 256; the file offset of the last page overflowed u64.
+    let loads = [seg(0, 0x1000, 0, u64::MAX - 0xff)];
+    let map = PhysMap::new(&loads, PS).unwrap();
+    let last = map.max_pfn() - 1;
+    let loc = map.locate(last).unwrap();
+    assert_eq!((loc.lead_zero, loc.file_bytes), (0, 0));
+    let mut buf = vec![0xa5u8; PS as usize];
+    assert!(map.read_page(&[0u8; 0x1000][..], last, &mut buf).unwrap());
+    assert!(buf.iter().all(|&b| b == 0));
+}

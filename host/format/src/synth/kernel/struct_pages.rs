@@ -182,7 +182,7 @@ fn plan(seed: u64, flavour: Flavour, n: u64, usable: &dyn Fn(u64) -> bool) -> Ve
         chunk_units(seed, chunk, flavour, &mut units);
         for u in &units {
             let pfns = u.start..(u.start + (1 << u.order)).min(n);
-            let ok = pfns.end - pfns.start == 1 << u.order && pfns.clone().all(usable);
+            let ok = pfns.end.saturating_sub(pfns.start) == 1 << u.order && pfns.clone().all(usable);
             for pfn in pfns.clone() {
                 slots[pfn as usize] =
                     if ok { (u.slot)(pfn - u.start, u.order) } else { Slot::Single(Single::Reserved) };
