@@ -105,14 +105,14 @@ def formats(args, vmcore, tmp):
                                             "--split", "3", "--splitblock-size", "64M", vmcore, o]),
             ("makedumpfile --split", lambda o: ["makedumpfile", "--split", "--splitblock-size", "65536", "-l",
                                                 "-d", "31", vmcore, *pieces(o)]), args.runs, tmp)
-    made = os.path.join(tmp, "input")
+    made = os.path.join(tmp, f"pieces-{name}")
     subprocess.run(["makedumpfile", "--split", "--splitblock-size", "65536", "-l", "-d", "31", vmcore,
                     *pieces(made)], check=True, capture_output=True)
     compare(f"{name} reassemble 3 pieces",
             ("vmdump reassemble", lambda o: [v, "reassemble", *pieces(made), o]),
             ("makedumpfile --reassemble", lambda o: ["makedumpfile", "--reassemble", *pieces(made), o]),
             args.runs, tmp)
-    whole = os.path.join(tmp, "whole-l-d0")
+    whole = os.path.join(tmp, f"whole-{name}")
     subprocess.run(["makedumpfile", "-l", vmcore, whole], check=True, capture_output=True)
     compare(f"{name} refilter -l -d0 dump to -d 31",
             ("vmdump convert -d31 lzo", lambda o: [v, "convert", "--no-progress", "--compress", "lzo", "-d", "31",
