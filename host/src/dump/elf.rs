@@ -15,7 +15,7 @@ use vmdump_format::elf::write::{CoreLayout, program_header};
 use vmdump_format::elf::{ELF64_PHDR_SIZE, LoadSegment, PT_LOAD};
 use vmdump_format::phys::PhysMap;
 
-use super::pipeline::run_pages;
+use super::pipeline::{cut_short, run_pages};
 use super::writer::for_each_bitmap_window;
 use super::{
     DL_EXCLUDE_ZERO, DumpConfig, DumpError, DumpReport, Filters, PageRecord, Slot, check_level, reader_ranges,
@@ -264,11 +264,7 @@ pub fn dump_elf(
         Ok(())
     })?;
     progress.finish();
-    let incomplete = match ran {
-        Ok(()) => None,
-        Err(DumpError::Write(e)) if e.is_out_of_space() && config.close_incomplete => Some(e.to_string()),
-        Err(e) => return Err(e),
-    };
+    let incomplete = cut_short(ran, config)?;
     let (pages_in_file, bytes_written) = out.finish(incomplete.is_some())?;
     Ok(DumpReport {
         dump_level: config.dump_level,

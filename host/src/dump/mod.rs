@@ -20,7 +20,7 @@ use vmdump_format::kdump::Layout;
 
 pub use elf::dump_elf;
 pub use filter::{BothFilters, DumpableRanges, MetadataFilter, WINDOW_PFNS, WindowFilter, bit};
-use pipeline::run_pages;
+use pipeline::{cut_short, run_pages};
 pub use report::DumpReport;
 pub use slot::{PageRecord, Slot, Worker, is_zero_page};
 pub use split::{DEFAULT_SPLITBLOCK_BYTES, split_pieces};
@@ -286,11 +286,7 @@ pub fn dump(
         Ok(())
     })?;
     progress.finish();
-    let incomplete = match ran {
-        Ok(()) => None,
-        Err(DumpError::Write(e)) if e.is_out_of_space() && config.close_incomplete => Some(e.to_string()),
-        Err(e) => return Err(e),
-    };
+    let incomplete = cut_short(ran, config)?;
     let accounted = writer.pages() + writer.dropped() + counts.skipped;
     if incomplete.is_none() && accounted != writer.expected_pages() {
         let expected = writer.expected_pages();

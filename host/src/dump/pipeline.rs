@@ -63,3 +63,17 @@ pub fn run_pages(
     };
     Ok((counts, ran))
 }
+
+/// How a run that wrote an output ended: `None` when complete, the reason
+/// when the disk filled (or the size limit was reached) and the output can
+/// be closed as an incomplete dump; any other error as it is.
+///
+/// # Errors
+/// The run's error, unless it is one an incomplete dump answers.
+pub fn cut_short(ran: Result<(), DumpError>, config: &DumpConfig) -> Result<Option<String>, DumpError> {
+    match ran {
+        Ok(()) => Ok(None),
+        Err(DumpError::Write(e)) if e.is_out_of_space() && config.close_incomplete => Ok(Some(e.to_string())),
+        Err(e) => Err(e),
+    }
+}
