@@ -58,7 +58,8 @@ pub fn write_image<'r>(
     out.write_all_at(notes, notes_at).context("writing the notes")?;
     let mut offset = (notes_at + notes.len() as u64).div_ceil(ps) * ps;
     let (mut stats, mut loads, mut lost) = (ImageStats::default(), Vec::<LoadSegment>::new(), Vec::new());
-    let (mut page, mut stored_bytes) = (vec![0u8; ps as usize], Vec::new());
+    let mut page = vec![0u8; ps as usize];
+    let (mut input, mut output) = (Window::default(), Pending::default());
     let (mut ram, mut stored) = (reader.ram_cursor(), reader.dumpable_cursor());
     let (mut descs, zero) = (Descriptors::new(reader), reader.zero_page_offset());
     let mut rank = 0;
@@ -73,15 +74,14 @@ pub fn write_image<'r>(
                 (stats.pages, stats.zero) = (stats.pages + 1, stats.zero + 1);
             } else {
                 reader.check_desc(pfn, &desc).map_err(anyhow::Error::msg)?;
-                stored_bytes.resize(desc.size as usize, 0);
-                reader.source().read_exact_at(&mut stored_bytes, desc.offset)?;
+                let stored_bytes = input.get(reader, desc.offset, desc.size as usize)?;
                 decoder
-                    .decode(desc.flags, &stored_bytes, &mut page)
+                    .decode(desc.flags, stored_bytes, &mut page)
                     .map_err(|why| anyhow::anyhow!("pfn {pfn:#x}: {why}"))?;
                 if is_zero_page(&page) {
                     stats.zero += 1;
                 } else {
-                    out.write_all_at(&page, offset).with_context(|| format!("writing pfn {pfn:#x}"))?;
+                    output.put(out, &page, offset)?;
                 }
                 stats.pages += 1;
             }
@@ -100,6 +100,7 @@ pub fn write_image<'r>(
         }
         offset += ps;
     }
+    output.flush(out)?;
     stats.lost = lost.len() as u64;
     write_headers(out, Endian::Little, offset, (notes_at, notes.len() as u64), &loads)?;
     out.set_len(offset.max(out.metadata()?.len())).context("sizing the image")?;
@@ -140,6 +141,60 @@ impl WindowFilter for InputCursor<'_> {
                 counts.earlier += 1;
             }
         }
+        Ok(())
+    }
+}
+
+/// Bytes read or written at once.
+const WINDOW_BYTES: usize = 1 << 20;
+
+/// A window of the input: stored pages come in file order, so one read
+/// serves the many pages it holds.
+#[derive(Default)]
+struct Window {
+    buf: Vec<u8>,
+    start: u64,
+}
+
+impl Window {
+    /// `len` bytes at `offset` (checked to lie in the file).
+    fn get(&mut self, reader: &KdumpReader<File>, offset: u64, len: usize) -> anyhow::Result<&[u8]> {
+        let end = self.start + self.buf.len() as u64;
+        if offset < self.start || offset + len as u64 > end {
+            let n = (WINDOW_BYTES as u64).max(len as u64).min(reader.file_size() - offset);
+            self.buf.resize(n as usize, 0);
+            reader
+                .source()
+                .read_exact_at(&mut self.buf, offset)
+                .with_context(|| format!("reading at {offset:#x}"))?;
+            self.start = offset;
+        }
+        let at = (offset - self.start) as usize;
+        Ok(&self.buf[at..at + len])
+    }
+}
+
+/// Pages to write, gathered while they are contiguous in the image.
+#[derive(Default)]
+struct Pending {
+    buf: Vec<u8>,
+    at: u64,
+}
+
+impl Pending {
+    fn put(&mut self, out: &File, page: &[u8], offset: u64) -> anyhow::Result<()> {
+        if self.at + self.buf.len() as u64 != offset || self.buf.len() >= WINDOW_BYTES {
+            self.flush(out)?;
+            self.at = offset;
+        }
+        self.buf.extend_from_slice(page);
+        Ok(())
+    }
+
+    fn flush(&mut self, out: &File) -> anyhow::Result<()> {
+        out.write_all_at(&self.buf, self.at)
+            .with_context(|| format!("writing the image at {:#x}", self.at))?;
+        self.buf.clear();
         Ok(())
     }
 }
