@@ -167,6 +167,21 @@ fn split_dump_of_vmcore_sk_reassembles_page_exact() {
     let fixture = fixtures.iter().find(|f| f.name == "vmcore-SK").expect("vmcore-SK in the fixtures");
     let dir = temp_dir("split-sk");
     check_split_dump(&fixture.elf, &dir, "31", "64M");
+    // The kernel log read from the pieces, as makedumpfile prints it.
+    let pieces: Vec<PathBuf> = (1..=3).map(|i| dir.join(format!("split.{i}"))).collect();
+    let log = dir.join("dmesg.txt");
+    let args: Vec<OsArg> = vec![
+        "dmesg".into(),
+        pieces[0].as_path().into(),
+        "--piece".into(),
+        pieces[1].as_path().into(),
+        "--piece".into(),
+        pieces[2].as_path().into(),
+        log.as_path().into(),
+    ];
+    vmdump_ok(args);
+    let expected = std::fs::read(fixture.expected_file("dmesg.txt")).unwrap();
+    assert!(std::fs::read(&log).unwrap() == expected, "the log read from the pieces differs from expected/");
 }
 
 #[test]

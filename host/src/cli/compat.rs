@@ -239,7 +239,7 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
             super::reassemble::run(&super::reassemble::ReassembleArgs { force: false, files })
         }
         Request::Dmesg(input, log) => {
-            let text = super::dmesg::kernel_log(&input, plugin_dirs)?;
+            let text = super::dmesg::kernel_log(&input, &[], plugin_dirs)?;
             std::fs::write(&log, text).with_context(|| format!("writing {}", log.display()))?;
             Ok(Outcome::Success)
         }

@@ -9,7 +9,6 @@
 //! space of the stored non-zero pages, uncompressed. Pages the input left
 //! out stay out; the dump level is at least the input's.
 
-use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
@@ -34,19 +33,12 @@ pub struct ConvertArgs {
     pub dump: DumpArgs,
 }
 
-/// Whether `path` starts with the ELF magic.
-fn is_elf(path: &std::path::Path) -> anyhow::Result<bool> {
-    let mut magic = [0u8; 4];
-    let mut file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    Ok(file.read(&mut magic)? == 4 && magic == *b"\x7fELF")
-}
-
 /// Runs `vmdump convert`.
 ///
 /// # Errors
 /// The input cannot be read or decoded, or the dump fails.
 pub fn run(args: &ConvertArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
-    if args.pieces.is_empty() && is_elf(&args.dump.input)? {
+    if args.pieces.is_empty() && super::dmesg::is_elf(&args.dump.input)? {
         return super::dump::run(&args.dump, plugin_dirs);
     }
     let mut inputs = vec![args.dump.input.clone()];

@@ -15,31 +15,34 @@ use crate::xlat::KernelMemory;
 pub struct DmesgArgs {
     /// An ELF vmcore or a kdump-compressed dump.
     pub input: PathBuf,
+    /// Another piece of a split dump given as INPUT (repeatable).
+    #[arg(long = "piece", value_name = "FILE")]
+    pub pieces: Vec<PathBuf>,
     /// Where to write the log (default: stdout).
     pub output: Option<PathBuf>,
 }
 
 /// Whether `path` starts with the ELF magic.
-fn is_elf(path: &Path) -> anyhow::Result<bool> {
+pub(super) fn is_elf(path: &Path) -> anyhow::Result<bool> {
     use std::io::Read;
     let mut magic = [0u8; 4];
     let mut file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     Ok(file.read(&mut magic)? == 4 && magic == *b"\x7fELF")
 }
 
-/// The kernel log of `input`.
+/// The kernel log of `input` (with the other `pieces` of a split dump).
 ///
 /// # Errors
 /// The input cannot be read, or has no usable VMCOREINFO or log.
-pub fn kernel_log(input: &Path, plugin_dirs: &[PathBuf]) -> anyhow::Result<Vec<u8>> {
+pub fn kernel_log(input: &Path, pieces: &[PathBuf], plugin_dirs: &[PathBuf]) -> anyhow::Result<Vec<u8>> {
     let context = || format!("reading the kernel log of {}", input.display());
-    if is_elf(input)? {
+    if pieces.is_empty() && is_elf(input)? {
         let vmcore = Vmcore::open(input)?;
         let info = vmcore.vmcoreinfo().context("the vmcore has no VMCOREINFO note")?;
         let memory = KernelMemory::open(&vmcore, info, &vmcore.elf().loads).with_context(context)?;
         return crate::dmesg::kernel_log(&memory, info).with_context(context);
     }
-    let reader = crate::read::open_dump(input)?;
+    let reader = crate::read::open_dump_set(&[&[input.to_path_buf()], pieces].concat())?;
     let info = reader.vmcoreinfo().cloned().context("the dump has no VMCOREINFO")?;
     let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &[]));
     let modules = Modules::new(&registry);
@@ -53,7 +56,7 @@ pub fn kernel_log(input: &Path, plugin_dirs: &[PathBuf]) -> anyhow::Result<Vec<u
 /// # Errors
 /// As [`kernel_log`], or writing the output.
 pub fn run(args: &DmesgArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
-    let log = kernel_log(&args.input, plugin_dirs)?;
+    let log = kernel_log(&args.input, &args.pieces, plugin_dirs)?;
     match &args.output {
         Some(path) => std::fs::write(path, log).with_context(|| format!("writing {}", path.display())),
         None => {
