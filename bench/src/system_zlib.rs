@@ -1,4 +1,8 @@
-//! The system zlib called directly: the baseline of the C plugin.
+//! The system zlib called directly: the baseline of the C plugin in the ABI
+//! benchmark. It is the one `unsafe` outside the plugin boundary and the
+//! mmap window, in a crate that is never shipped: a safe wrapper (flate2's
+//! C backend) would switch the whole workspace off zlib-rs through feature
+//! unification (dependencies.md §6.2).
 #![allow(unsafe_code)]
 
 use std::mem::MaybeUninit;

@@ -239,7 +239,7 @@ type ContextOp<C> = fn(&mut C, &[u8], &mut [u8]) -> Result<usize, SdkError>;
 /// Shared body of compress and decompress.
 ///
 /// # Safety
-/// Header contract: `ctx` from ctx_init::<F>, used by one thread; `src` and
+/// Header contract: `ctx` from `ctx_init::<F>`, used by one thread; `src` and
 /// `dst` valid for their lengths; `dst_len` a valid in/out pointer.
 unsafe fn transform<F: CompressorFactory>(
     ctx: *mut c_void,
@@ -319,11 +319,11 @@ macro_rules! export_compressor {
     };
 }
 
-/// Exports a [`FilterFactory`](crate::FilterFactory) as a vmdump filter plugin.
+/// Exports a [`FilterFactory`] as a vmdump filter plugin.
 ///
 /// Writes the static ABI table, the versioned entry symbol
 /// `vmdump_filter_entry_v1` and `vmdump_filter()`, which gives the table to
-/// in-process tests ([`check_filter`](crate::testing::check_filter)) without
+/// in-process tests (`testing::check_filter`) without
 /// dlopen. Its names differ from [`export_compressor!`]'s, so one crate could
 /// use both; one plugin kind per `.so` is the usual way.
 #[macro_export]
@@ -357,6 +357,8 @@ macro_rules! __vmdump_export_table {
         }
 
         /// The versioned entry point the vmdump host looks up.
+        // SAFETY: `no_mangle` exports the one versioned entry symbol; the
+        // macro is invoked once per cdylib, so the name cannot clash.
         #[allow(unsafe_code)]
         #[unsafe(no_mangle)]
         pub extern "C" fn $entry(host_abi_major: u32, host_abi_minor: u32) -> *const $crate::abi::$raw {

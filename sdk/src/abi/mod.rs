@@ -86,8 +86,16 @@ pub struct RawParams {
 }
 
 /// `vmdump_host_api.log`.
+///
+/// # Safety
+/// `host` is the table's own `host` pointer; `message` is a NUL-terminated
+/// string valid for the call.
 pub type LogFn = unsafe extern "C" fn(host: *mut c_void, level: c_int, message: *const c_char);
 /// `vmdump_host_api.vmcoreinfo`.
+///
+/// # Safety
+/// `host` is the table's own `host` pointer; `key` is a NUL-terminated
+/// string and `buf` is writable for `len` bytes, both for the call.
 pub type VmcoreinfoFn =
     unsafe extern "C" fn(host: *mut c_void, key: *const c_char, buf: *mut c_char, len: usize) -> i64;
 
@@ -107,6 +115,10 @@ pub struct RawHostApi {
 }
 
 /// `module_init`.
+///
+/// # Safety
+/// `params` and `host` point at valid tables for the call; `module` and
+/// `err` are writable.
 pub type ModuleInitFn = unsafe extern "C" fn(
     params: *const RawParams,
     host: *const RawHostApi,
@@ -114,11 +126,21 @@ pub type ModuleInitFn = unsafe extern "C" fn(
     err: *mut RawError,
 ) -> c_int;
 /// `bound`.
+///
+/// # Safety
+/// `module` is a live module of the same plugin.
 pub type BoundFn = unsafe extern "C" fn(module: *const c_void, src_len: usize) -> usize;
 /// `ctx_init`.
+///
+/// # Safety
+/// `module` is a live module of the same plugin; `ctx` and `err` are writable.
 pub type CtxInitFn =
     unsafe extern "C" fn(module: *const c_void, ctx: *mut *mut c_void, err: *mut RawError) -> c_int;
 /// `compress` and `decompress`.
+///
+/// # Safety
+/// `ctx` is a live context used by one thread at a time; `src` is readable
+/// for `src_len` bytes, `dst` writable for `*dst_len` bytes; `err` is writable.
 pub type TransformFn = unsafe extern "C" fn(
     ctx: *mut c_void,
     src: *const u8,
@@ -128,8 +150,14 @@ pub type TransformFn = unsafe extern "C" fn(
     err: *mut RawError,
 ) -> c_int;
 /// `reset`.
+///
+/// # Safety
+/// `ctx` is a live context used by one thread at a time; `err` is writable.
 pub type ResetFn = unsafe extern "C" fn(ctx: *mut c_void, err: *mut RawError) -> c_int;
 /// `ctx_finalize` and `module_finalize`.
+///
+/// # Safety
+/// `state` is a live context or module, finalized once and not used after.
 pub type FinalizeFn = unsafe extern "C" fn(state: *mut c_void);
 
 /// `struct vmdump_compressor_v1`.
@@ -220,6 +248,11 @@ pub struct RawPage {
 }
 
 /// `classify`.
+///
+/// # Safety
+/// `ctx` is a live context used by one thread at a time; `page` points at a
+/// valid `RawPage` whose buffers are readable for their lengths; `verdict`
+/// and `err` are writable.
 pub type ClassifyFn = unsafe extern "C" fn(
     ctx: *mut c_void,
     page: *const RawPage,
@@ -266,12 +299,18 @@ pub struct FilterV1 {
 unsafe impl Sync for FilterV1 {}
 
 /// `vmdump_filter_entry_v1`.
+///
+/// # Safety
+/// Called on a loaded library that exports the symbol with this signature.
 pub type FilterEntryV1 = unsafe extern "C" fn(host_abi_major: u32, host_abi_minor: u32) -> *const FilterV1;
 
 /// Size of the ABI 1.0 filter table: the least `struct_size` the host accepts.
 pub const FILTER_V1_0_SIZE: usize = std::mem::size_of::<FilterV1>();
 
 /// `vmdump_compressor_entry_v1`.
+///
+/// # Safety
+/// Called on a loaded library that exports the symbol with this signature.
 pub type CompressorEntryV1 =
     unsafe extern "C" fn(host_abi_major: u32, host_abi_minor: u32) -> *const CompressorV1;
 

@@ -18,6 +18,10 @@ struct HostCell {
     services: Arc<dyn HostServices>,
 }
 
+/// `vmdump_host_api.log` of the host.
+///
+/// # Safety
+/// As [`crate::abi::LogFn`]: `host` is the module's [`HostCell`].
 unsafe extern "C" fn host_log(host: *mut c_void, level: c_int, message: *const c_char) {
     // SAFETY: `host` is the HostCell the module owns; it outlives the plugin's use.
     let cell = unsafe { &*host.cast::<HostCell>() };

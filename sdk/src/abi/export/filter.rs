@@ -95,6 +95,10 @@ unsafe fn page_view<'a>(page: *const RawPage, needs: Needs) -> Result<PageView<'
     Ok(PageView { pfn: raw.pfn, paddr: raw.paddr, data, struct_page })
 }
 
+/// The `classify` trampoline: catches panics, turns the verdict and errors into C.
+///
+/// # Safety
+/// As [`crate::abi::ClassifyFn`]: `ctx` is a context this plugin made.
 unsafe extern "C" fn classify<F: FilterFactory>(
     ctx: *mut c_void,
     page: *const RawPage,

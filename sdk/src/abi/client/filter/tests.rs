@@ -109,6 +109,10 @@ fn a_panic_comes_back_as_a_status() {
     assert!(err.is_panic() && err.message.contains("unlucky pfn"), "{err}");
 }
 
+/// A `classify` that answers verdict 7.
+///
+/// # Safety
+/// As [`crate::abi::ClassifyFn`].
 unsafe extern "C" fn writes_seven(
     _: *mut c_void,
     _: *const RawPage,
