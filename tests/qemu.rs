@@ -362,7 +362,7 @@ fn fixture_vmcore_sk_dumped_by_qemu_verifies_and_gives_the_kernel_log() {
 }
 
 #[test]
-fn a_qemu_dump_converts_to_zstd_and_to_elf() {
+fn a_qemu_dump_converts_to_zstd_page_exact() {
     let dir = temp_dir("qemu-convert");
     let (vmcore, _) = synthetic_vmcore(&dir);
     let qemu = dir.join("kdump-zlib");

@@ -50,8 +50,9 @@ pub fn run(args: &ConvertArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcom
     let (stats, exclusions) = write_image(&reader, &mut modules.decoder(), &image)
         .with_context(|| format!("{}: decompressing the dump", args.dump.input.display()))?;
     let source_level = u8::try_from(reader.dump_level() & 0x1f).unwrap_or(0);
-    let level = args.dump.profile()?.dump.level | source_level;
-    if level != args.dump.profile()?.dump.level {
+    let asked = args.dump.profile()?.dump.level;
+    let level = asked | source_level;
+    if level != asked {
         eprintln!("vmdump: the input was dumped at level {source_level}: converting at level {level}");
     }
     if stats.lost > 0 {

@@ -11,6 +11,8 @@
 //! pages or content filters decide), the second writes them. Each program
 //! header is written once its segment is complete; memory stays bounded.
 
+use std::ops::Range;
+
 use vmdump_format::elf::write::{CoreLayout, program_header};
 use vmdump_format::elf::{ELF64_PHDR_SIZE, LoadSegment, PT_LOAD};
 use vmdump_format::phys::PhysMap;
@@ -64,14 +66,28 @@ impl<'p> Segments<'p> {
 
     /// Page `pfn` is stored at `file_offset`; returns the segment it closed, if any.
     fn page(&mut self, pfn: u64, file_offset: u64) -> Option<Segment> {
-        let delta = self.vaddr_delta(pfn);
-        if let Some(seg) = self.current.as_mut().filter(|s| s.end_pfn == pfn && s.vaddr_delta == delta) {
-            seg.end_pfn += 1;
+        self.pages(pfn..pfn + 1, file_offset)
+    }
+
+    /// Pfns `pfns` (within one source run) are stored from `file_offset`;
+    /// returns the segment they closed, if any.
+    fn pages(&mut self, pfns: Range<u64>, file_offset: u64) -> Option<Segment> {
+        let delta = self.vaddr_delta(pfns.start);
+        let continues = |s: &&mut Segment| s.end_pfn == pfns.start && s.vaddr_delta == delta;
+        if let Some(seg) = self.current.as_mut().filter(continues) {
+            seg.end_pfn = pfns.end;
             return None;
         }
         let closed = self.gap();
-        self.current = Some(Segment { start_pfn: pfn, end_pfn: pfn + 1, vaddr_delta: delta, file_offset });
+        let (start_pfn, end_pfn) = (pfns.start, pfns.end);
+        self.current = Some(Segment { start_pfn, end_pfn, vaddr_delta: delta, file_offset });
         closed
+    }
+
+    /// One past the last pfn of the source run holding `pfn`.
+    fn run_end(&mut self, pfn: u64) -> u64 {
+        self.vaddr_delta(pfn);
+        self.run.1
     }
 
     /// A page left out: closes the current segment.
@@ -135,9 +151,12 @@ fn count_segments(
         for range in reader_ranges(vmcore, filters, None)? {
             let range = range?;
             pages += range.end - range.start;
-            range.for_each(|pfn| {
-                segments.page(pfn, 0);
-            });
+            let mut pfn = range.start;
+            while pfn < range.end {
+                let end = segments.run_end(pfn).min(range.end);
+                segments.pages(pfn..end, 0);
+                pfn = end;
+            }
         }
     }
     segments.gap();

@@ -12,7 +12,7 @@ use vmdump_format::elf::write::{
     e_phnum, elf_header, note_program_header, point_at_section0, program_header, section0,
 };
 use vmdump_format::elf::{ELF64_EHDR_SIZE, EM_X86_64, Endian, LoadSegment, PN_XNUM, PT_LOAD};
-use vmdump_format::kdump::KdumpReader;
+use vmdump_format::kdump::{KdumpReader, PageDesc};
 
 use std::ops::Range;
 
@@ -57,34 +57,26 @@ pub fn write_image<'r>(
     let notes_at = ELF64_EHDR_SIZE as u64;
     out.write_all_at(notes, notes_at).context("writing the notes")?;
     let mut offset = (notes_at + notes.len() as u64).div_ceil(ps) * ps;
-    let (mut stats, mut loads, mut lost) = (ImageStats::default(), Vec::<LoadSegment>::new(), Vec::new());
-    let mut page = vec![0u8; ps as usize];
-    let (mut input, mut output) = (Window::default(), Pending::default());
+    let mut loads = Vec::<LoadSegment>::new();
+    let mut pages = ImagePages {
+        reader,
+        decoder,
+        out,
+        input: Window::default(),
+        output: Pending::default(),
+        page: vec![0u8; ps as usize],
+        stats: ImageStats::default(),
+        lost: Vec::new(),
+    };
     let (mut ram, mut stored) = (reader.ram_cursor(), reader.dumpable_cursor());
-    let (mut descs, zero) = (Descriptors::new(reader), reader.zero_page_offset());
+    let mut descs = Descriptors::new(reader);
     let mut rank = 0;
     for pfn in 0..reader.max_mapnr() {
         let (is_ram, is_stored) = (ram.bit(pfn)?, stored.bit(pfn)?);
         if is_stored {
             let desc = descs.get(rank).with_context(|| format!("pfn {pfn:#x}"))?;
             rank += 1;
-            if desc.offset == 0 && reader.is_incomplete() {
-                lost.push(pfn);
-            } else if zero == Some(desc.offset) {
-                (stats.pages, stats.zero) = (stats.pages + 1, stats.zero + 1);
-            } else {
-                reader.check_desc(pfn, &desc).map_err(anyhow::Error::msg)?;
-                let stored_bytes = input.get(reader, desc.offset, desc.size as usize)?;
-                decoder
-                    .decode(desc.flags, stored_bytes, &mut page)
-                    .map_err(|why| anyhow::anyhow!("pfn {pfn:#x}: {why}"))?;
-                if is_zero_page(&page) {
-                    stats.zero += 1;
-                } else {
-                    output.put(out, &page, offset)?;
-                }
-                stats.pages += 1;
-            }
+            pages.store(pfn, &desc, offset)?;
         } else if !is_ram {
             continue;
         }
@@ -100,11 +92,51 @@ pub fn write_image<'r>(
         }
         offset += ps;
     }
+    let ImagePages { mut output, mut stats, lost, .. } = pages;
     output.flush(out)?;
     stats.lost = lost.len() as u64;
     write_headers(out, Endian::Little, offset, (notes_at, notes.len() as u64), &loads)?;
     out.set_len(offset.max(out.metadata()?.len())).context("sizing the image")?;
     Ok((stats, InputExclusions { reader, lost }))
+}
+
+/// The stored pages on their way into the image.
+struct ImagePages<'r, 'd, 'm> {
+    reader: &'r KdumpReader<File>,
+    decoder: &'d mut Decoder<'m>,
+    out: &'d File,
+    input: Window,
+    output: Pending,
+    page: Vec<u8>,
+    stats: ImageStats,
+    lost: Vec<u64>,
+}
+
+impl ImagePages<'_, '_, '_> {
+    /// Page `pfn`, described by `desc`, into the image at `offset`: left a
+    /// hole when it is all zero, left out when an incomplete dump lost it.
+    fn store(&mut self, pfn: u64, desc: &PageDesc, offset: u64) -> anyhow::Result<()> {
+        let r = self.reader;
+        if desc.offset == 0 && r.is_incomplete() {
+            self.lost.push(pfn);
+            return Ok(());
+        }
+        self.stats.pages += 1;
+        if r.zero_page_offset() == Some(desc.offset) {
+            self.stats.zero += 1;
+            return Ok(());
+        }
+        r.check_desc(pfn, desc).map_err(anyhow::Error::msg)?;
+        let stored = self.input.get(r, desc.offset, desc.size as usize)?;
+        self.decoder
+            .decode(desc.flags, stored, &mut self.page)
+            .map_err(|why| anyhow::anyhow!("pfn {pfn:#x}: {why}"))?;
+        if is_zero_page(&self.page) {
+            self.stats.zero += 1;
+            return Ok(());
+        }
+        self.output.put(self.out, &self.page, offset)
+    }
 }
 
 /// The pages the input dump did not store (excluded, or lost in an

@@ -136,17 +136,12 @@ impl Joiner<'_> {
     fn piece(&mut self, name: &str, r: &KdumpReader<File>, pfns: Range<u64>) -> anyhow::Result<()> {
         let zero = r.zero_page_offset();
         let mut descs = Descriptors::new(r);
-        let mut local = 0u64;
-        for item in r.dumpable_pfns() {
+        for (local, item) in (0u64..).zip(r.dumpable_pfns_from(pfns.start)?) {
             let (pfn, _) = item.with_context(|| format!("{name}: 2nd bitmap"))?;
-            if pfn < pfns.start {
-                continue;
-            }
             if pfn >= pfns.end {
                 break;
             }
             let desc = descs.get(local).with_context(|| format!("{name}: pfn {pfn:#x}"))?;
-            local += 1;
             self.page(name, r, pfn, desc, zero)?;
         }
         self.flush_run(r.source())

@@ -279,6 +279,16 @@ impl<R: ReadAt> KdumpReader<R> {
         SetBits::new(&self.src, self.dumpable_bitmap())
     }
 
+    /// [`KdumpReader::dumpable_pfns`] from `pfn` on (the bitmap before it is not read).
+    ///
+    /// # Errors
+    /// [`FormatError::Io`] if the bucket of `pfn` cannot be read.
+    pub fn dumpable_pfns_from(&self, pfn: u64) -> Result<SetBits<'_, R>, FormatError> {
+        let rank =
+            if pfn < self.max_mapnr() { self.prefix.rank(&self.src, pfn)? } else { self.prefix.total() };
+        Ok(self.dumpable_pfns().starting_at(pfn, rank))
+    }
+
     /// What the dump holds for `pfn`.
     ///
     /// # Errors

@@ -156,6 +156,12 @@ impl<'a, R: ReadAt + ?Sized> SetBits<'a, R> {
         }
     }
 
+    /// Starts at `pfn` instead, whose rank (set bits below it) is `rank`.
+    pub fn starting_at(mut self, pfn: u64, rank: u64) -> Self {
+        (self.next, self.rank) = (pfn, rank);
+        self
+    }
+
     fn byte_of(&mut self, pfn: u64) -> Result<u8, FormatError> {
         let byte = pfn / 8;
         if byte < self.buf_byte || byte >= self.buf_byte + self.buf_len as u64 {
