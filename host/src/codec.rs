@@ -65,7 +65,7 @@ impl Codec {
         let name = plugin.info.name.clone();
         let module = plugin.plugin.init(params, host).map_err(|cause| CodecError::Init {
             name: name.clone(),
-            path: plugin.path.display().to_string(),
+            path: plugin.origin.to_string(),
             cause,
         })?;
         let bound = module.bound(page_size);

@@ -79,12 +79,34 @@ impl Default for Utsname {
 }
 
 impl Utsname {
+    /// Bytes of a kernel `struct new_utsname`, as stored in the header.
+    pub const SIZE: usize = 6 * UTSNAME_FIELD_LEN;
     /// Index of `sysname`.
     pub const SYSNAME: usize = 0;
+    /// Index of `nodename`.
+    pub const NODENAME: usize = 1;
     /// Index of `release`.
     pub const RELEASE: usize = 2;
+    /// Index of `version`.
+    pub const VERSION: usize = 3;
     /// Index of `machine`.
     pub const MACHINE: usize = 4;
+    /// Index of `domainname`.
+    pub const DOMAINNAME: usize = 5;
+
+    /// A kernel's `struct new_utsname` (`init_uts_ns.name`), copied as it
+    /// is, as makedumpfile copies it; `None` unless it looks like one: its
+    /// sysname is "Linux", every field ends with a NUL, and its release is
+    /// `osrelease` (VMCOREINFO's, when known).
+    pub fn from_kernel(raw: &[u8; Self::SIZE], osrelease: Option<&str>) -> Option<Self> {
+        let mut u = Utsname::default();
+        for (field, bytes) in u.fields.iter_mut().zip(raw.chunks_exact(UTSNAME_FIELD_LEN)) {
+            field.copy_from_slice(bytes);
+        }
+        let terminated = u.fields.iter().all(|f| f.contains(&0));
+        let release_agrees = osrelease.is_none_or(|r| u.get(Self::RELEASE) == r.as_bytes());
+        (terminated && u.get(Self::SYSNAME) == b"Linux" && release_agrees).then_some(u)
+    }
 
     /// Sets field `index` to `value`, truncated to 64 bytes (one NUL kept).
     pub fn set(&mut self, index: usize, value: &str) {
@@ -100,10 +122,10 @@ impl Utsname {
         &f[..f.iter().position(|&b| b == 0).unwrap_or(f.len())]
     }
 
-    /// What vmdump can fill without kernel symbols: makedumpfile copies the
-    /// whole `init_uts_ns.name` out of memory; we set `sysname` "Linux",
-    /// `release` from `OSRELEASE=` and `machine` "x86_64", and leave
-    /// nodename, version and domainname empty.
+    /// What can be filled from VMCOREINFO alone, when the kernel's own
+    /// `init_uts_ns.name` cannot be read ([`Utsname::from_kernel`]):
+    /// `sysname` "Linux", `release` from `OSRELEASE=` and `machine`
+    /// "x86_64"; nodename, version and domainname stay empty.
     pub fn from_vmcoreinfo(info: &VmcoreInfo) -> Self {
         let mut u = Utsname::default();
         u.set(Self::SYSNAME, "Linux");

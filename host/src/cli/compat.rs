@@ -2,9 +2,10 @@
 //! for it: `vmdump` started as `makedumpfile` (a symlink), or
 //! `vmdump makedumpfile ARGS`. Every option is either honoured with
 //! makedumpfile's meaning or refused with a message saying why, never
-//! silently ignored. The profile named by `VMDUMP_PROFILE`, if any, applies
-//! too, and its `[makedumpfile]` section may choose the plugin that serves
-//! each compression option (a vendor's accelerated zlib for `-c`).
+//! silently ignored. The profile (`VMDUMP_PROFILE`, else the system profile,
+//! else the built-in one: [`ProfileSource`]) applies too, and its
+//! `[makedumpfile]` section may choose the plugin that serves each
+//! compression option (a vendor's accelerated zlib for `-c`).
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +13,7 @@ use anyhow::{Context, bail, ensure};
 
 use super::Outcome;
 use super::dump::DumpArgs;
-use crate::profile::Profile;
+use crate::profile::{Profile, ProfileSource};
 
 /// Options that need a vmlinux or debug information: vmdump works from
 /// VMCOREINFO alone.
@@ -99,9 +100,6 @@ fn tokens(args: &[String]) -> anyhow::Result<Vec<(String, Option<String>)>> {
     }
     Ok(out)
 }
-
-/// Environment variable naming the profile makedumpfile mode uses.
-pub const PROFILE_ENV: &str = "VMDUMP_PROFILE";
 
 /// Parses makedumpfile's arguments (without the program name), with the
 /// compressor choices of `profile` for `-c -l -p -z`.
@@ -218,11 +216,10 @@ fn refuse(option: &str) -> anyhow::Result<()> {
 /// # Errors
 /// As `vmdump dump`, or a refused option.
 pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
-    let profile = match std::env::var_os(PROFILE_ENV).map(PathBuf::from) {
-        Some(path) => Some((Profile::load(&path)?, path)),
-        None => None,
-    };
-    match parse_with(args, profile.as_ref().map(|(p, path)| (path.as_path(), p)))? {
+    let source = ProfileSource::of_process(None);
+    let profile = source.load()?;
+    let path = source.path().unwrap_or(Path::new(crate::profile::BUILTIN));
+    match parse_with(args, Some((path, &profile)))? {
         // A kdump-compressed input is refiltered (makedumpfile -d on a dump file).
         Request::Dump(dump) => {
             super::convert::run(&super::convert::ConvertArgs { pieces: Vec::new(), dump: *dump }, plugin_dirs)

@@ -23,13 +23,14 @@ use crate::filters::FilterSet;
 use crate::input::{ReadMode, Vmcore};
 use crate::output::sink::{FileSink, FlattenedSink, Sink};
 use crate::plugin::{LoadError, Registry, SearchPath};
-use crate::profile::{OutputFormat, Profile};
+use crate::profile::{OutputFormat, Profile, ProfileSource};
 use crate::progress::ProgressStyle;
 
 /// Options of `vmdump dump`; each overrides the profile.
 #[derive(Debug, Default, Clone, clap::Args)]
 pub struct DumpArgs {
-    /// Profile to start from (TOML, see config/README.md); default: config/default.toml's values.
+    /// Profile to start from (TOML, see config/README.md); default: VMDUMP_PROFILE, else
+    /// /etc/vmdump/vmdump.toml if it exists, else the built-in one ("builtin").
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
     /// Dump level: 0 keeps every page, 1 drops zero pages.
@@ -96,10 +97,7 @@ pub struct DumpArgs {
 impl DumpArgs {
     /// The profile with this command line's overrides.
     pub(super) fn profile(&self) -> anyhow::Result<Profile> {
-        let mut profile = match &self.profile {
-            Some(path) => Profile::load(path)?,
-            None => Profile::default(),
-        };
+        let mut profile = ProfileSource::of_process(self.profile.as_deref()).load()?;
         if let Some(level) = self.dump_level {
             profile.dump.level = level;
         }
@@ -326,6 +324,30 @@ fn print_outcome(args: &DumpArgs, report: &DumpReport) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Limits the dump to the kernel's memory and takes its utsname for the
+/// header; what cannot be read is a warning, not a failure.
+fn adopt_kernel_facts(vmcore: &mut Vmcore) {
+    let facts = match vmcore.kernel_facts() {
+        Ok(facts) => facts,
+        Err(e) => {
+            eprintln!(
+                "vmdump: warning: cannot read the kernel's page tables ({e}); every PT_LOAD page is dumped \
+                 and the header's utsname has the release only"
+            );
+            return;
+        }
+    };
+    if let Err(e) = &facts.memory_end {
+        eprintln!(
+            "vmdump: warning: cannot read the kernel's memory sections ({e}); every PT_LOAD page is dumped"
+        );
+    }
+    if let Err(e) = &facts.utsname {
+        eprintln!("vmdump: warning: cannot read the kernel's utsname ({e}); the header has the release only");
+    }
+    vmcore.adopt(&facts);
+}
+
 /// Runs `vmdump dump`.
 ///
 /// # Errors
@@ -345,13 +367,7 @@ pub fn run_with(
 ) -> anyhow::Result<Outcome> {
     let profile = args.profile()?;
     let mut vmcore = Vmcore::open(&args.input)?;
-    match vmcore.kernel_memory_end() {
-        Ok(Some(end)) => vmcore.limit_pfns(end),
-        Ok(None) => {}
-        Err(e) => eprintln!(
-            "vmdump: warning: cannot read the kernel's memory sections ({e}); every PT_LOAD page is dumped"
-        ),
-    }
+    adopt_kernel_facts(&mut vmcore);
     if vmcore.vmcoreinfo().is_none() {
         eprintln!(
             "vmdump: warning: {} has no VMCOREINFO note: the dump is complete, but its header has no \

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use vmdump_sdk::Needs;
 
-use crate::plugin::{Registry, SearchPath};
+use crate::plugin::{Origin, Registry, SearchPath, builtin};
+use crate::profile::system_profile;
 
 /// Lists the plugins found on the search path.
 ///
@@ -17,8 +18,12 @@ pub fn run(plugin_dirs: &[PathBuf], out: &mut impl Write) -> anyhow::Result<()> 
     writeln!(out, "compressors:\n{:<12} {:<10} {:<5} {:<12} PATH", "NAME", "VERSION", "ABI", "FORMAT")?;
     for c in &registry.compressors {
         let format = format!("{} ({:#x})", c.info.format, c.info.format.code());
-        let (name, version, path) = (&c.info.name, &c.info.version, c.path.display());
-        writeln!(out, "{name:<12} {version:<10} {:<5} {format:<12} {path}", abi(c.info.abi))?;
+        let (name, version, origin) = (&c.info.name, &c.info.version, &c.origin);
+        let replaces = match origin {
+            Origin::File(_) if builtin::is_builtin(name) => " (replaces the built-in one)",
+            _ => "",
+        };
+        writeln!(out, "{name:<12} {version:<10} {:<5} {format:<12} {origin}{replaces}", abi(c.info.abi))?;
     }
     writeln!(out, "\nfilters:\n{:<12} {:<10} {:<5} {:<12} PATH", "NAME", "VERSION", "ABI", "NEEDS")?;
     for f in &registry.filters {
@@ -37,6 +42,10 @@ pub fn run(plugin_dirs: &[PathBuf], out: &mut impl Write) -> anyhow::Result<()> 
         }
     }
     writeln!(out, "\nsearch path: {}", registry.search_path.display())?;
+    let system = system_profile();
+    let state = if system.exists() { "" } else { " (absent: the built-in profile applies)" };
+    writeln!(out, "system profile: {}{state}", system.display())?;
+    writeln!(out, "licence of this binary: {}", builtin::BINARY_LICENCE)?;
     Ok(())
 }
 

@@ -144,6 +144,9 @@ fn preamble_header(
     if let Some(info) = vmcore.vmcoreinfo() {
         header.fill_from_vmcoreinfo(info);
     }
+    if let Some(utsname) = vmcore.utsname() {
+        header.utsname = *utsname;
+    }
     header
 }
 

@@ -1,10 +1,12 @@
-//! Finding and loading plugins from shared objects.
+//! Finding and loading plugins from shared objects, and the built-in ones.
 //!
 //! [`ffi`] is the only user of `libloading`; [`search`] decides which files
-//! are candidates and refuses those another user could write; this module
-//! turns a search path into a [`Registry`] of loaded plugins and the list of
-//! files it skipped, each with its reason.
+//! are candidates and refuses those another user could write; [`builtin`]
+//! holds the standard codecs compiled in; this module turns a search path
+//! into a [`Registry`] of plugins (files first, then the built-in codecs no
+//! file replaced) and the list of files it skipped, each with its reason.
 
+pub mod builtin;
 mod error;
 mod ffi;
 mod search;
@@ -16,11 +18,29 @@ use ffi::AnyPlugin;
 pub use search::{PLUGIN_PATH_ENV, SYSTEM_PLUGIN_DIR, SearchPath, check_trusted};
 use vmdump_sdk::client::{CompressorPlugin, FilterInfo, FilterPlugin, PluginInfo};
 
-/// A compressor plugin loaded from a file.
+/// Where a compressor comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Compiled into the host ([`builtin`]).
+    BuiltIn,
+    /// Loaded from this file.
+    File(PathBuf),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::BuiltIn => f.write_str("built in"),
+            Self::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// A compressor plugin: built in, or loaded from a file.
 #[derive(Debug, Clone)]
 pub struct LoadedCompressor {
-    /// Where it was loaded from.
-    pub path: PathBuf,
+    /// Where it comes from.
+    pub origin: Origin,
     /// What it says about itself.
     pub info: PluginInfo,
     /// Its validated table.
@@ -54,7 +74,8 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     check_trusted(path)?;
     Ok(match ffi::open_plugin(path)? {
         AnyPlugin::Compressor(plugin) => {
-            Loaded::Compressor(LoadedCompressor { path: path.to_owned(), info: plugin.info(), plugin })
+            let origin = Origin::File(path.to_owned());
+            Loaded::Compressor(LoadedCompressor { origin, info: plugin.info(), plugin })
         }
         AnyPlugin::Filter(plugin) => {
             Loaded::Filter(LoadedFilter { path: path.to_owned(), info: plugin.info(), plugin })
@@ -89,7 +110,8 @@ pub fn load_filter(path: &Path) -> Result<LoadedFilter, LoadError> {
 /// Every plugin found on a search path, and every file skipped with its reason.
 #[derive(Debug, Default)]
 pub struct Registry {
-    /// Loaded compressor plugins, first of each name only.
+    /// Compressor plugins, first of each name only: files in search order,
+    /// then the built-in codecs that no file of the same name replaced.
     pub compressors: Vec<LoadedCompressor>,
     /// Loaded filter plugins, first of each name only.
     pub filters: Vec<LoadedFilter>,
@@ -101,7 +123,8 @@ pub struct Registry {
 
 impl Registry {
     /// Loads every candidate file of `search_path`; the first plugin of a
-    /// name wins and later ones are reported as shadowed.
+    /// name wins and later ones are reported as shadowed. The built-in
+    /// codecs come last: a file of the same name replaces one.
     pub fn discover(search_path: SearchPath) -> Self {
         let mut registry = Self { search_path, ..Self::default() };
         for file in registry.search_path.candidate_files() {
@@ -111,6 +134,12 @@ impl Registry {
                 Err(e) => registry.skipped.push(e),
             }
         }
+        for plugin in builtin::compressors() {
+            let info = plugin.info();
+            if registry.compressors.iter().all(|c| c.info.name != info.name) {
+                registry.compressors.push(LoadedCompressor { origin: Origin::BuiltIn, info, plugin });
+            }
+        }
         registry
     }
 
@@ -118,10 +147,14 @@ impl Registry {
         LoadError::Shadowed { path, name, first: first.to_owned() }
     }
 
+    /// Adds a compressor from a file; files come before the built-in codecs.
     fn add_compressor(&mut self, found: LoadedCompressor) {
-        match self.compressors.iter().find(|c| c.info.name == found.info.name) {
-            Some(first) => self.skipped.push(Self::shadowed(found.path, found.info.name, &first.path)),
-            None => self.compressors.push(found),
+        let first = self.compressors.iter().find(|c| c.info.name == found.info.name);
+        match (first.map(|c| &c.origin), &found.origin) {
+            (Some(Origin::File(first)), Origin::File(path)) => {
+                self.skipped.push(Self::shadowed(path.clone(), found.info.name.clone(), first))
+            }
+            _ => self.compressors.push(found),
         }
     }
 

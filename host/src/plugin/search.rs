@@ -7,8 +7,12 @@ use super::LoadError;
 
 /// Environment variable with extra plugin directories, `:`-separated.
 pub const PLUGIN_PATH_ENV: &str = "VMDUMP_PLUGIN_PATH";
-/// The system-wide plugin directory.
-pub const SYSTEM_PLUGIN_DIR: &str = "/usr/lib/vmdump/plugins";
+/// The system-wide plugin directory: set by a packager at build time
+/// (`VMDUMP_PLUGIN_DIR`, scripts/install.sh), `/usr/lib/vmdump/plugins` by default.
+pub const SYSTEM_PLUGIN_DIR: &str = match option_env!("VMDUMP_PLUGIN_DIR") {
+    Some(dir) => dir,
+    None => "/usr/lib/vmdump/plugins",
+};
 
 /// The plugin search path, first match wins: `--plugin-dir` options, the
 /// profile's `plugin_dirs`, `VMDUMP_PLUGIN_PATH`, the executable's own

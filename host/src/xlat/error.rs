@@ -112,6 +112,16 @@ pub enum XlatError {
     },
 
     /// A VMCOREINFO key needed here is absent.
+    /// `init_uts_ns` does not hold a `new_utsname` of this kernel.
+    #[error(
+        "init_uts_ns.name at {vaddr:#x} is not the kernel's utsname (no \"Linux\", or a release other than {osrelease:?})"
+    )]
+    NotUtsname {
+        /// Where it was read.
+        vaddr: u64,
+        /// VMCOREINFO's OSRELEASE.
+        osrelease: String,
+    },
     #[error("VMCOREINFO lacks {0}")]
     MissingKey(&'static str),
 

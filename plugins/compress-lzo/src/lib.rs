@@ -1,4 +1,4 @@
-//! vmdump compressor plugin `lzo`: one raw LZO1X block per page (kdump flag
+//! vmdump codec `lzo` (built into the host; `so/` makes it a plugin file): one raw LZO1X block per page (kdump flag
 //! `DUMP_DH_COMPRESSED_LZO`, 0x2), as makedumpfile `-l` writes and readers'
 //! `lzo1x_decompress_safe` expects.
 //!
@@ -18,7 +18,7 @@
 //! let mut out = vec![0; module.bound(4096)];
 //! assert!(ctx.compress(&[0x55; 4096], &mut out).unwrap() < 100);
 //! ```
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use lzo1x::{CompressLevel, DecompressError};
 use vmdump_sdk::{Compressor, CompressorFactory, Host, KdumpFormat, Params, SdkError};
@@ -77,7 +77,7 @@ impl Compressor for LzoContext {
     }
 }
 
-vmdump_sdk::export_compressor!(Lzo);
+vmdump_sdk::static_compressor!(Lzo);
 
 #[cfg(test)]
 mod tests {

@@ -1,4 +1,4 @@
-//! vmdump compressor plugin `snappy`: one raw Snappy block per page, NOT the
+//! vmdump codec `snappy` (built into the host; `so/` makes it a plugin file): one raw Snappy block per page, NOT the
 //! framing format (kdump flag `DUMP_DH_COMPRESSED_SNAPPY`, 0x4), as
 //! makedumpfile's `snappy_compress` writes and readers' `snappy_uncompress`
 //! expects. No parameters. The fastest standard codec
@@ -12,7 +12,7 @@
 //! let mut out = vec![0; module.bound(4096)];
 //! assert!(ctx.compress(&[0x55; 4096], &mut out).unwrap() < 400);
 //! ```
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use snap::raw::{Decoder, Encoder, max_compress_len};
 use vmdump_sdk::{Compressor, CompressorFactory, Host, KdumpFormat, Params, SdkError};
@@ -67,7 +67,7 @@ impl Compressor for SnappyContext {
     }
 }
 
-vmdump_sdk::export_compressor!(Snappy);
+vmdump_sdk::static_compressor!(Snappy);
 
 #[cfg(test)]
 mod tests {

@@ -1,4 +1,4 @@
-//! vmdump compressor plugin `zlib`: one RFC 1950 zlib stream per page
+//! vmdump codec `zlib` (built into the host; `so/` makes it a plugin file): one RFC 1950 zlib stream per page
 //! (kdump flag `DUMP_DH_COMPRESSED_ZLIB`, 0x1), what makedumpfile `-c` writes
 //! and what crash, libkdumpfile and drgn read with `uncompress()`.
 //!
@@ -15,7 +15,7 @@
 //! let mut out = vec![0; module.bound(4096)];
 //! assert!(ctx.compress(&[0x55; 4096], &mut out).unwrap() < 100);
 //! ```
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 use vmdump_sdk::{Compressor, CompressorFactory, Host, KdumpFormat, Params, SdkError};
@@ -97,7 +97,7 @@ impl Compressor for ZlibContext {
     }
 }
 
-vmdump_sdk::export_compressor!(Zlib);
+vmdump_sdk::static_compressor!(Zlib);
 
 #[cfg(test)]
 mod tests {

@@ -1,4 +1,4 @@
-//! vmdump compressor plugin `zstd`: one zstd frame per page with the content
+//! vmdump codec `zstd` (built into the host; `so/` makes it a plugin file): one zstd frame per page with the content
 //! size recorded (kdump flag `DUMP_DH_COMPRESSED_ZSTD`, 0x20), as
 //! makedumpfile's `ZSTD_compressCCtx` writes and readers' `ZSTD_decompress`
 //! (given the page size) expects.
@@ -15,7 +15,7 @@
 //! let mut out = vec![0; module.bound(4096)];
 //! assert!(ctx.compress(&[0x55; 4096], &mut out).unwrap() < 100);
 //! ```
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use vmdump_sdk::{Compressor, CompressorFactory, Host, KdumpFormat, Params, SdkError};
 use zstd::bulk::{Compressor as ZstdCompressor, Decompressor};
@@ -83,7 +83,7 @@ impl Compressor for ZstdContext {
     }
 }
 
-vmdump_sdk::export_compressor!(Zstd);
+vmdump_sdk::static_compressor!(Zstd);
 
 #[cfg(test)]
 mod tests {

@@ -311,10 +311,21 @@ unsafe extern "C" fn finalize<T>(state: *mut c_void) {
 #[macro_export]
 macro_rules! export_compressor {
     ($factory:ty) => {
-        $crate::__vmdump_export_table! {
+        $crate::static_compressor!($factory);
+        $crate::__vmdump_entry_symbol!(vmdump_compressor_entry_v1() -> CompressorV1 = entry(__VMDUMP_COMPRESSOR_V1));
+    };
+}
+
+/// The table and `vmdump_compressor()` of [`export_compressor!`], without
+/// the entry symbol: for a codec linked into a program (the vmdump host's
+/// built-in codecs), where several such crates would each define the one
+/// entry name. A `cdylib` of it is one line: `export_compressor!(its::Factory);`.
+#[macro_export]
+macro_rules! static_compressor {
+    ($factory:ty) => {
+        $crate::__vmdump_static_table! {
             static __VMDUMP_COMPRESSOR_V1: ExportedTable = compressor_table::<$factory>;
             fn vmdump_compressor() -> CompressorPlugin;
-            extern fn vmdump_compressor_entry_v1() -> CompressorV1 = entry;
         }
     };
 }
@@ -329,23 +340,22 @@ macro_rules! export_compressor {
 #[macro_export]
 macro_rules! export_filter {
     ($factory:ty) => {
-        $crate::__vmdump_export_table! {
+        $crate::__vmdump_static_table! {
             static __VMDUMP_FILTER_V1: ExportedFilterTable = filter_table::<$factory>;
             fn vmdump_filter() -> FilterPlugin;
-            extern fn vmdump_filter_entry_v1() -> FilterV1 = filter_entry;
         }
+        $crate::__vmdump_entry_symbol!(vmdump_filter_entry_v1() -> FilterV1 = filter_entry(__VMDUMP_FILTER_V1));
     };
 }
 
-/// The body of the export macros: a static table of the crate's version, an
-/// in-process accessor and the `#[no_mangle]` entry symbol. Not public API.
+/// A static table of the crate's version and its in-process accessor. Not
+/// public API.
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __vmdump_export_table {
+macro_rules! __vmdump_static_table {
     (
         static $table:ident: $exported:ident = $build:ident::<$factory:ty>;
         fn $accessor:ident() -> $plugin:ident;
-        extern fn $entry:ident() -> $raw:ident = $body:ident;
     ) => {
         static $table: $crate::abi::export::$exported = $crate::abi::export::$build::<$factory>(
             $crate::abi::export::cstr(concat!(env!("CARGO_PKG_VERSION"), "\0")),
@@ -355,7 +365,14 @@ macro_rules! __vmdump_export_table {
         pub fn $accessor() -> $crate::client::$plugin {
             $crate::client::$plugin::from_exported(&$table)
         }
+    };
+}
 
+/// The `#[no_mangle]` entry symbol over a static table. Not public API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __vmdump_entry_symbol {
+    ($entry:ident() -> $raw:ident = $body:ident($table:ident)) => {
         /// The versioned entry point the vmdump host looks up.
         // SAFETY: `no_mangle` exports the one versioned entry symbol; the
         // macro is invoked once per cdylib, so the name cannot clash.

@@ -1,0 +1,6 @@
+//! The `zlib` codec of `vmdump-compress-zlib` as a plugin file,
+//! `libvmdump_compress_zlib.so`. The host has the same codec built in; a file
+//! of the same name on its plugin search path replaces the built-in one.
+#![deny(unsafe_code)]
+
+vmdump_sdk::export_compressor!(codec::Zlib);

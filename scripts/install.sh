@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds vmdump and installs it, as `make install` would:
+#
+#   $PREFIX/sbin/vmdump                      the binary (zlib, zstd, lzo, snappy built in)
+#   $PLUGINDIR/*.so                          the plugins that are not built in
+#                                            (c-zlib, filter-pfn-ranges, filter-pattern)
+#   $PREFIX/include/vmdump/vmdump_plugin.h   the plugin contract, for vendors
+#   $PREFIX/share/man/man1/vmdump.1          the man page
+#   $SYSCONFDIR/vmdump/vmdump.toml           the system profile (kept if it exists)
+#   $PREFIX/share/initramfs-tools/hooks/vmdump     initramfs-tools hook
+#   $PREFIX/lib/dracut/modules.d/95vmdump/         dracut module
+#
+# Usage: scripts/install.sh [--destdir DIR] [--prefix DIR] [--sysconfdir DIR]
+#                           [--plugindir DIR] [--no-build] [--no-lzo]
+# The same settings may come from the environment: DESTDIR, PREFIX (default
+# /usr), SYSCONFDIR (default /etc), PLUGINDIR (default $PREFIX/lib/vmdump/plugins).
+# PLUGINDIR and SYSCONFDIR are compiled into the binary (where it looks for
+# plugins and for the system profile), so they are set at build time;
+# DESTDIR is only where the files are staged (packages).
+# --no-lzo builds without the GPL-2.0 LZO code: the binary is then
+# MIT OR Apache-2.0 and -l needs the LZO plugin (README, Licences).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DESTDIR=${DESTDIR:-} PREFIX=${PREFIX:-/usr} SYSCONFDIR=${SYSCONFDIR:-/etc} PLUGINDIR=${PLUGINDIR:-}
+build=1 features=()
+while (($#)); do
+    case $1 in
+        --destdir) DESTDIR=$2; shift 2 ;;
+        --prefix) PREFIX=$2; shift 2 ;;
+        --sysconfdir) SYSCONFDIR=$2; shift 2 ;;
+        --plugindir) PLUGINDIR=$2; shift 2 ;;
+        --no-build) build=0; shift ;;
+        --no-lzo) features=(--no-default-features); shift ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+PLUGINDIR=${PLUGINDIR:-$PREFIX/lib/vmdump/plugins}
+for dir in "$PREFIX" "$SYSCONFDIR" "$PLUGINDIR"; do
+    [[ $dir == /* ]] || { echo "install.sh: $dir is not an absolute path" >&2; exit 2; }
+done
+
+export VMDUMP_PLUGIN_DIR=$PLUGINDIR VMDUMP_SYSCONFDIR=$SYSCONFDIR
+release=${CARGO_TARGET_DIR:-target}/release
+if ((build)); then
+    cargo build --release --locked -p vmdump "${features[@]}"
+    cargo build --release --locked -p vmdump-compress-c-zlib -p vmdump-filter-pfn-ranges -p vmdump-filter-pattern
+fi
+# The directories the binary was built for (`vmdump plugins` names them).
+built=$(VMDUMP_PLUGIN_PATH= "$release/vmdump" plugins)
+if ! grep -q "^search path: .*$PLUGINDIR\$" <<<"$built" || ! grep -q "^system profile: $SYSCONFDIR/vmdump/vmdump.toml" <<<"$built"; then
+    echo "install.sh: $release/vmdump was built for other directories:" >&2
+    grep -E '^(search path|system profile):' <<<"$built" >&2
+    echo "(run without --no-build, or build with VMDUMP_PLUGIN_DIR and VMDUMP_SYSCONFDIR set)" >&2
+    exit 1
+fi
+
+root=$DESTDIR
+install -D -m 0755 "$release/vmdump" "$root$PREFIX/sbin/vmdump"
+install -d -m 0755 "$root$PLUGINDIR"
+for so in libvmdump_c_zlib.so libvmdump_filter_pfn_ranges.so libvmdump_filter_pattern.so; do
+    install -m 0644 "$release/$so" "$root$PLUGINDIR/$so"
+done
+install -D -m 0644 sdk/include/vmdump_plugin.h "$root$PREFIX/include/vmdump/vmdump_plugin.h"
+install -D -m 0644 man/vmdump.1 "$root$PREFIX/share/man/man1/vmdump.1"
+profile=$root$SYSCONFDIR/vmdump/vmdump.toml
+if [[ -e $profile ]]; then
+    echo "install.sh: keeping the existing $profile (the new one is $profile.new)" >&2
+    profile=$profile.new
+fi
+install -D -m 0644 config/system.toml "$profile"
+install -D -m 0755 dist/initramfs-tools/hooks/vmdump "$root$PREFIX/share/initramfs-tools/hooks/vmdump"
+install -D -m 0755 dist/dracut/95vmdump/module-setup.sh "$root$PREFIX/lib/dracut/modules.d/95vmdump/module-setup.sh"
+echo "installed vmdump into ${root:-/}: $PREFIX/sbin/vmdump, plugins in $PLUGINDIR, profile $SYSCONFDIR/vmdump/vmdump.toml"
