@@ -194,7 +194,7 @@ fn dump_request(given: Given, profile: Option<(&Path, &Profile)>) -> anyhow::Res
         profile.and_then(|(_, p)| p.makedumpfile.for_option(flag)).unwrap_or(default).to_owned()
     };
     if given.elf && given.compress.is_some() {
-        bail!("-E writes an uncompressed ELF core: it cannot be combined with -c, -l, -p or -z");
+        bail!("ELF output is not compressed: -E cannot be combined with -c, -l, -p or -z");
     }
     if given.threads.is_some() && (given.split || given.elf) {
         bail!("--num-threads cannot be combined with --split or -E (as makedumpfile)");
