@@ -5,10 +5,11 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use support::dumps::{
-    Fixture, dump_counts, fixtures, libkdumpfile_compare, makedumpfile, report_value, vmdump_ok,
+    Fixture, dump_counts, fixtures, libkdumpfile_compare, makedumpfile, makedumpfile_rearrange, report_value,
+    vmdump_ok,
 };
 use support::temp_dir;
 
@@ -68,14 +69,7 @@ fn flattened_output_rearranged_by_makedumpfile_is_the_plain_file() {
             }
             dump(fixture, &plain, &["--compress", codec]);
             dump(fixture, &flat, &["--compress", codec, "-F"]);
-            let status = Command::new("makedumpfile")
-                .arg("-R")
-                .arg(&rearranged)
-                .stdin(std::fs::File::open(&flat).unwrap())
-                .stdout(Stdio::null())
-                .status()
-                .expect("makedumpfile");
-            assert!(status.success(), "{} {codec}: makedumpfile -R failed", fixture.name);
+            makedumpfile_rearrange(&flat, &rearranged);
             let same = std::fs::read(&plain).unwrap() == std::fs::read(&rearranged).unwrap();
             assert!(
                 same,

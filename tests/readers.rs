@@ -8,11 +8,11 @@ mod support;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use support::dumps::{
     Fixture, drgn_compare, fixtures, libkdumpfile_compare, libkdumpfile_compare_elf, makedumpfile_ok,
-    vmdump_ok,
+    makedumpfile_rearrange, vmdump_ok,
 };
 use support::temp_dir;
 
@@ -30,14 +30,7 @@ fn kdump_outputs(elf: &Path, dir: &Path) -> Vec<(&'static str, PathBuf)> {
     ]);
     flattened(elf, &flat);
     let rearranged = path("flat.rearranged");
-    let status = Command::new("makedumpfile")
-        .arg("-R")
-        .arg(&rearranged)
-        .stdin(std::fs::File::open(&flat).unwrap())
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "makedumpfile -R of vmdump's flattened stream");
+    makedumpfile_rearrange(&flat, &rearranged);
     let options = ["dump", "--split", "2", "-d", "31", "--compress", "zstd", "--no-progress"].map(OsStr::new);
     vmdump_ok([&options[..], &[elf.as_os_str(), split.as_os_str()]].concat());
     let pieces = [path("split.1"), path("split.2")];

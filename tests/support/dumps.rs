@@ -72,13 +72,7 @@ pub fn libkdumpfile_compare(dump: &Path, elf: &Path) -> Comparison {
         raw.contains("\"equal\""),
         "compare_dump.py failed (python3-libkdumpfile missing? scripts/test.sh installs it): {stderr}"
     );
-    Comparison {
-        compared: json_number(&raw, "compared"),
-        equal: json_number(&raw, "equal"),
-        different: json_number(&raw, "different"),
-        missing: json_number(&raw, "missing"),
-        raw,
-    }
+    Comparison::from_json(raw)
 }
 
 /// The attributes libkdumpfile gives (`arch.name`, `linux.uts.*`) in the
@@ -90,6 +84,17 @@ fn attrs_of(raw: &str) -> &str {
 }
 
 impl Comparison {
+    /// The counts of a compare script's JSON line.
+    fn from_json(raw: String) -> Self {
+        Comparison {
+            compared: json_number(&raw, "compared"),
+            equal: json_number(&raw, "equal"),
+            different: json_number(&raw, "different"),
+            missing: json_number(&raw, "missing"),
+            raw,
+        }
+    }
+
     /// The attributes libkdumpfile gives (`arch.name`, `linux.uts.*`), as one JSON object.
     pub fn attrs(&self) -> &str {
         attrs_of(&self.raw)
@@ -126,13 +131,7 @@ pub fn drgn_compare(dump: &Path, elf: &Path) -> Comparison {
         dump.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    Comparison {
-        compared: json_number(&raw, "compared"),
-        equal: json_number(&raw, "equal"),
-        different: json_number(&raw, "different"),
-        missing: json_number(&raw, "missing"),
-        raw,
-    }
+    Comparison::from_json(raw)
 }
 
 /// What libkdumpfile read back from an ELF dump (tests/py/compare_elf_dump.py).
@@ -303,6 +302,18 @@ pub fn makedumpfile(args: &[&OsStr]) -> Output {
         .stdin(std::process::Stdio::null())
         .output()
         .expect("makedumpfile (scripts/test.sh installs it with apt-get)")
+}
+
+/// `makedumpfile -R out < flat`, which must succeed.
+pub fn makedumpfile_rearrange(flat: &Path, out: &Path) {
+    let status = Command::new("makedumpfile")
+        .arg("-R")
+        .arg(out)
+        .stdin(std::fs::File::open(flat).expect("open the flattened file"))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("makedumpfile (scripts/test.sh installs it with apt-get)");
+    assert!(status.success(), "makedumpfile -R {} < {} failed", out.display(), flat.display());
 }
 
 /// makedumpfile, which must succeed.

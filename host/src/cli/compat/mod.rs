@@ -146,30 +146,32 @@ pub fn parse_with(args: &[String], profile: Option<(&Path, &Profile)>) -> anyhow
 
 impl Given {
     fn request(self, profile: Option<(&Path, &Profile)>) -> anyhow::Result<Request> {
-        let given = self;
-        if given.help {
+        for (name, why) in &self.no_effect {
+            eprintln!("vmdump: {name} has no effect: {why}");
+        }
+        if self.help {
             return Ok(Request::Help);
         }
-        if given.version {
+        if self.version {
             return Ok(Request::Version);
         }
-        if given.rearrange {
-            return rearrange(&given);
+        if self.rearrange {
+            return rearrange(&self);
         }
-        if given.reassemble {
+        if self.reassemble {
             ensure!(
-                given.files.len() >= 3,
+                self.files.len() >= 3,
                 "usage: makedumpfile --reassemble DUMPFILE1 DUMPFILE2 [...] DUMPFILE"
             );
-            return Ok(Request::Reassemble(given.files));
+            return Ok(Request::Reassemble(self.files));
         }
-        if given.dmesg {
-            let [input, log] = given.files.as_slice() else {
+        if self.dmesg {
+            let [input, log] = self.files.as_slice() else {
                 bail!("usage: makedumpfile --dump-dmesg VMCORE LOGFILE")
             };
             return Ok(Request::Dmesg(input.clone(), log.clone()));
         }
-        dump_request(given, profile)
+        dump_request(self, profile)
     }
 }
 
@@ -227,9 +229,6 @@ fn dump_request(given: Given, profile: Option<(&Path, &Profile)>) -> anyhow::Res
         (true, _) => bail!("usage: makedumpfile -F [OPTION] VMCORE (the dump goes to stdout)"),
         (false, _) => bail!("usage: makedumpfile [OPTION] VMCORE DUMPFILE (see makedumpfile -h)"),
     }
-    for (name, why) in &given.no_effect {
-        eprintln!("vmdump: {name} has no effect: {why}");
-    }
     Ok(Request::Dump(Box::new(dump), levels))
 }
 
@@ -247,12 +246,12 @@ pub fn parse(args: &[String]) -> anyhow::Result<Request> {
 fn check_params(request: &Request, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
     let Request::Dump(dump, _) = request else { return Ok(()) };
     let profile = dump.profile()?;
+    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
     if profile.compress.plugin != "none" && !dump.elf {
-        let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
         registry.compressor(&profile.compress.plugin)?;
-        for filter in &profile.filters {
-            registry.filter(&filter.name)?;
-        }
+    }
+    for filter in &profile.filters {
+        registry.filter(&filter.name)?;
     }
     Ok(())
 }
