@@ -113,3 +113,24 @@ fn page_desc_round_trip_and_short_input() {
     assert!(SubHeader::decode(&[0u8; 103]).is_err());
     assert_eq!(DUMP_DH_COMPRESSION_MASK, 0x27);
 }
+
+#[test]
+fn a_kernel_utsname_is_taken_whole_when_it_looks_like_one() {
+    let mut raw = [0u8; Utsname::SIZE];
+    let fields = ["Linux", "host", "6.1.0-57-amd64", "#1 SMP PREEMPT_DYNAMIC Debian", "x86_64", "(none)"];
+    for (i, field) in fields.iter().enumerate() {
+        raw[i * UTSNAME_FIELD_LEN..][..field.len()].copy_from_slice(field.as_bytes());
+    }
+    let u = Utsname::from_kernel(&raw, Some("6.1.0-57-amd64")).expect("a utsname");
+    for (i, field) in fields.iter().enumerate() {
+        assert_eq!(u.get(i), field.as_bytes());
+    }
+    assert!(Utsname::from_kernel(&raw, None).is_some(), "without OSRELEASE the release is not checked");
+    assert!(Utsname::from_kernel(&raw, Some("6.12.0")).is_none(), "another release");
+    let mut other = raw;
+    other[..5].copy_from_slice(b"Linuy");
+    assert!(Utsname::from_kernel(&other, None).is_none(), "not Linux");
+    let mut unterminated = raw;
+    unterminated[UTSNAME_FIELD_LEN..2 * UTSNAME_FIELD_LEN].fill(b'x');
+    assert!(Utsname::from_kernel(&unterminated, None).is_none(), "a field without its NUL");
+}
