@@ -14,9 +14,11 @@
 #      the capture kernel runs tests/capture/capture.sh and saves /proc/vmcore
 #   4. the output disk read back with debugfs, the dumps judged
 #
-# Usage: scripts/capture-test.sh [--keep] [--timeout SECONDS]
+# Usage: scripts/capture-test.sh [--keep] [--timeout SECONDS] [--4level]
 #   --keep     keep this run's folder (dumps, vmcore, serial log) and say where
 #   --timeout  kill QEMU after this many seconds (default 900)
+#   --4level   hide LA57 from the guest CPU: 4-level paging, as in the shared
+#              fixtures (-cpu max has LA57 under TCG, so the kernel runs 5-level)
 # As root. Exit status 0 when every check passed. Kept between runs in
 # target/capture: the kernel package and its unpacked tree, the data disk,
 # the drgn venv.
@@ -26,12 +28,13 @@ source scripts/lib/tools.sh
 export PYTHONDONTWRITEBYTECODE=1 # the judges import each other: no __pycache__ in tests/py
 
 cache=$PWD/target/capture
-keep=0 qemu_timeout=900
+keep=0 qemu_timeout=900 cpu=max
 while (($#)); do
     case $1 in
         --keep) keep=1; shift ;;
         --timeout) qemu_timeout=$2; shift 2 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        --4level) cpu=max,la57=off; shift ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         *) echo "capture-test.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -160,11 +163,19 @@ make_disks() {
     mke2fs -q -F -t ext4 -E lazy_itable_init=0,lazy_journal_init=0 "$work/out.img"
 }
 
+# stamp: each line read, after the seconds since this step began.
+stamp() {
+    local start=$SECONDS line
+    while IFS= read -r line; do
+        printf '[%3d s] %s\n' $((SECONDS - start)) "${line%$'\r'}"
+    done
+}
+
 # Boots, shows the guest's CAPTURE: lines as they come, and fails with the
 # serial log's tail unless the capture kernel said DONE in time.
 boot_guest() {
     local log=$work/serial.log rc=0
-    local qemu=(qemu-system-x86_64 -machine q35,accel=tcg -cpu max -smp 2 -m 512M
+    local qemu=(qemu-system-x86_64 -machine q35,accel=tcg -cpu "$cpu" -smp 2 -m 512M
         -nodefaults -display none -no-reboot -serial "file:$log"
         -kernel "$kroot/boot/vmlinuz-$kver" -initrd "$work/initrd.gz"
         -append "console=ttyS0 panic=-1 crashkernel=160M"
@@ -174,7 +185,7 @@ boot_guest() {
     : > "$log"
     timeout --kill-after=10 "$qemu_timeout" "${qemu[@]}" > "$work/qemu.out" 2>&1 &
     local pid=$!
-    tail -n +1 -F --pid="$pid" "$log" 2>/dev/null | grep -a --line-buffered '^CAPTURE:' | sed -u 's/\r$//' || true
+    tail -n +1 -F --pid="$pid" "$log" 2> /dev/null | grep -a --line-buffered '^CAPTURE:' | stamp || true
     wait "$pid" || rc=$?
     if ((rc == 124 || rc == 137)); then
         tail -n 40 "$log" >&2

@@ -125,11 +125,21 @@ def judge_pair(j, out, line, args_text):
     j.check(cm["pages_in_file"] == ct["pages_in_file"],
             f"{line} ({args_text}): pages in the file equal makedumpfile's",
             f"vmdump {cm}, makedumpfile {ct}")
+    same = mine.read_bytes() == theirs.read_bytes()
+    print(f"      {line}: vmdump's file is {'byte-identical to' if same else 'not byte-identical to'} makedumpfile's")
     am, at = attrs(mine), attrs(theirs)
     j.check(am["arch.name"] == "x86_64" and am == at,
             f"{line}: libkdumpfile's arch.name and linux.uts.* equal makedumpfile's",
             "" if am == at else f"vmdump {am}, makedumpfile {at}")
     return cm, ct
+
+
+def describe_kernel(out):
+    """What the crashed kernel was, from VMCOREINFO (makedumpfile's dump)."""
+    lines = kdumpfile.kdumpfile(str(out / "makedumpfile.kdump-utils")).attr["linux.vmcoreinfo.lines"]
+    levels = 5 if str(lines["NUMBER(pgtable_l5_enabled)"]) == "1" else 4
+    print(f"      crashed kernel {lines['OSRELEASE']}: {levels}-level paging, "
+          f"KERNELOFFSET={lines['KERNELOFFSET']} (KASLR), phys_base {lines['NUMBER(phys_base)']}")
 
 
 def judge_dmesg(j, out):
@@ -167,6 +177,7 @@ def main():
     names.append("vmdump.default")
     judge_runs(j, out, names)
     j.guard("modes", judge_modes, j, out)
+    j.guard("VMCOREINFO", describe_kernel, out)
     pages = {}
     for line, args_text in PAIRS:
         pair = j.guard(f"{line}: vmdump against makedumpfile", judge_pair, j, out, line, args_text)
