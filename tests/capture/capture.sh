@@ -9,13 +9,13 @@ real=/opt/real/makedumpfile
 out=/disk/out
 say() { echo "CAPTURE: $*" > /dev/console; }
 
-# run NAME STDOUT COMMAND...: the command's times in NAME.stat, its stderr
-# in NAME.stderr, its stdout in STDOUT. Failures are the host's to judge:
+# run NAME STDOUT COMMAND...: the command's times in NAME.stat (and whether
+# it mapped /proc/vmcore), its stderr in NAME.stderr, its stdout in STDOUT. Failures are the host's to judge:
 # the other runs still happen.
 run() {
     name=$1 stdout=$2
     shift 2
-    runstat "$out/$name.stat" "$@" > "$stdout" 2> "$out/$name.stderr"
+    runstat -m /proc/vmcore "$out/$name.stat" "$@" > "$stdout" 2> "$out/$name.stderr"
     rc=$?
     sync # the next run starts with no dirty pages of this one
     say "$name: exit $rc, $(tr '\n' ' ' < "$out/$name.stat")"
