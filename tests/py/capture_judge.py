@@ -168,6 +168,11 @@ def summary(out, names, pages):
         print(f"{name:<26} {s.get('wall_s', 0):7.2f} {s.get('user_s', 0):7.2f} {s.get('sys_s', 0):6.2f} "
               f"{s.get('maxrss_kib', 0) / 1024:7.1f} MiB {size:13,} "
               f"{p.get('pages_in_file', ''):>7} {p.get('zero_pages', ''):>6}")
+    for line, _ in PAIRS + [("dmesg", "")]:
+        m, t = (read_stat(out / f"{tool}.{line}.stat") or {} for tool in ("vmdump", "makedumpfile"))
+        if m.get("wall_s") and t.get("wall_s"):
+            print(f"{line}: vmdump/makedumpfile wall {m['wall_s'] / t['wall_s']:.2f}x, "
+                  f"peak RSS {m['maxrss_kib'] / t['maxrss_kib']:.2f}x")
     print("(timings in a TCG guest: instructions emulated; kdump-tools size is the flattened stream's)")
 
 
