@@ -46,8 +46,11 @@ fn makedumpfile_mode_prints_makedumpfiles_messages_at_each_level() {
 #[test]
 fn the_man_page_renders_cleanly_and_documents_every_dump_option() {
     let page = support::workspace_root().join("man/vmdump.1");
-    let groff =
-        Command::new("groff").args(["-man", "-ww", "-z"]).arg(&page).output().expect("groff (groff-base)");
+    let groff = Command::new("groff")
+        .args(["-t", "-man", "-ww", "-z"])
+        .arg(&page)
+        .output()
+        .expect("groff (groff-base)");
     assert!(groff.status.success() && groff.stderr.is_empty(), "{}", String::from_utf8_lossy(&groff.stderr));
     let text = std::fs::read_to_string(&page).unwrap().replace('\\', "");
     let help = vmdump(["dump", "--help"]);
@@ -62,6 +65,101 @@ fn the_man_page_renders_cleanly_and_documents_every_dump_option() {
     for option in options {
         assert!(text.contains(option), "man/vmdump.1 does not document {option}");
     }
+}
+
+#[test]
+fn the_man_page_has_every_makedumpfile_option_vmdump_knows() {
+    let text =
+        std::fs::read_to_string(support::workspace_root().join("man/vmdump.1")).unwrap().replace('\\', "");
+    let section = &text[text.find(".SH MAKEDUMPFILE MODE").expect("the section")..];
+    let table = &section[section.find(".TS").expect("a table")..section.find(".TE").expect("its end")];
+    let help = vmdump(["makedumpfile", "-h"]);
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout);
+    let options: Vec<&str> = help
+        .split_whitespace()
+        .map(|w| w.trim_end_matches([';', ',', '.']))
+        .filter(|w| w.starts_with('-') && w.len() > 1 && !w.contains(':'))
+        .filter(|w| w.chars().nth(1).is_some_and(|c| c.is_ascii_alphabetic() || c == '-'))
+        .collect();
+    assert!(options.len() >= 40, "{help}");
+    for option in options {
+        let row = table.lines().any(|l| l.starts_with(&format!("fB{option}fR")));
+        assert!(row, "the man page's makedumpfile table has no row for {option}");
+    }
+}
+
+#[test]
+fn check_params_accepts_mkdumprds_lines_writes_nothing_and_rejects_bad_ones() {
+    let dir = temp_dir("check-params");
+    let run = |line: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_vmdump"))
+            .arg("makedumpfile")
+            .args(line.split_whitespace())
+            .current_dir(&dir)
+            .env("VMDUMP_PROFILE", "builtin")
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // mkdumprd 1.0.61: `makedumpfile --check-params $_params vmcore dumpfile` (ssh and raw: `vmcore` only).
+    for line in [
+        "--check-params -l --message-level 7 -d 31 vmcore dumpfile",
+        "--check-params -F -l --message-level 7 -d 31 vmcore",
+        "--check-params -c --message-level 7 -d 31 vmcore dumpfile",
+        "--check-params -F -c -d 31 -F vmcore",
+        "--check-params -z -d 31 --num-threads=2 vmcore dumpfile",
+        "--check-params -p -d 1 vmcore dumpfile",
+    ] {
+        let (code, stderr) = run(line);
+        assert_eq!(code, Some(0), "{line}: {stderr}");
+    }
+    for (line, why) in [
+        ("--check-params -F -l -d 31 vmcore dumpfile", "usage"),
+        ("--check-params -c -E vmcore dumpfile", "-E"),
+        ("--check-params --bogus vmcore dumpfile", "unknown option --bogus"),
+        ("--check-params -d 40 vmcore dumpfile", "out of range"),
+    ] {
+        let (code, stderr) = run(line);
+        assert_eq!(code, Some(1), "{line}: {stderr}");
+        assert!(
+            stderr.contains("Commandline parameter is invalid") && stderr.contains(why),
+            "{line}: {stderr}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "--check-params wrote something");
+}
+
+#[test]
+fn mkdumprds_own_call_line_passes_through_the_name_makedumpfile() {
+    // kdump-utils 1.0.61, mkdumprd, verify_core_collector(): `_cmd` is the first
+    // word of core_collector, `_params` the rest plus the placeholders, and
+    // `if ! $_cmd --check-params $_params; then perror_exit ...`.
+    let dir = temp_dir("mkdumprd-line");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_vmdump"), dir.join("makedumpfile")).unwrap();
+    let script = r#"
+        check() {
+            local _cmd="${1%% *}" _params="${1#"${1%% *}"} $2"
+            if ! $_cmd --check-params $_params; then echo "makedumpfile parameter check failed."; return 1; fi
+        }
+        check "makedumpfile -l --message-level 7 -d 31" "vmcore dumpfile" &&
+        check "makedumpfile -F -l --message-level 7 -d 31" "vmcore" &&
+        ! check "makedumpfile -l --message-level 7 -d 31" "vmcore" 2>/dev/null
+    "#;
+    let out = Command::new("bash")
+        .args(["-c", script])
+        .current_dir(&dir)
+        .env("PATH", format!("{}:/usr/bin:/bin", dir.display()))
+        .env("VMDUMP_PROFILE", "builtin")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "only the symlink: nothing written");
 }
 
 #[test]

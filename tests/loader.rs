@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use support::{build_c_plugin, build_dir, built_plugin, temp_dir};
 use vmdump::codec::{Codec, Encoded};
-use vmdump::plugin::{LoadError, Registry, SearchPath, load_compressor};
+use vmdump::plugin::{LoadError, Origin, Registry, SearchPath, load_compressor};
 use vmdump_sdk::Params;
 use vmdump_sdk::client::{StderrHost, TableError};
 use vmdump_sdk::testing::{check_compressor, corpus};
@@ -166,7 +166,7 @@ fn duplicates_are_shadowed_and_reported() {
     let other = temp_dir("shadow-2");
     build_c_plugin(&other, "store", None);
     let registry = Registry::discover(SearchPath::new(&[dir.clone(), other.clone()], &[], None, None));
-    assert_eq!(registry.compressor("store").unwrap().path, first);
+    assert_eq!(registry.compressor("store").unwrap().origin, Origin::File(first));
     assert!(
         registry.skipped.iter().any(|e| matches!(e, LoadError::Shadowed { name, .. } if name == "store"))
     );

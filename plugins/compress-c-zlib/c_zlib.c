@@ -177,13 +177,19 @@ static void module_finalize(void *module)
     free(module);
 }
 
+/* A vendor may ship it under the standard name, to replace the host's
+ * built-in zlib: cc -DPLUGIN_NAME='"zlib"' ... */
+#ifndef PLUGIN_NAME
+#define PLUGIN_NAME "c-zlib"
+#endif
+
 static const struct vmdump_compressor_v1 table = {
     .magic = VMDUMP_PLUGIN_MAGIC,
     .abi_major = VMDUMP_ABI_MAJOR,
     .abi_minor = VMDUMP_ABI_MINOR,
     .struct_size = sizeof(struct vmdump_compressor_v1),
     .flags = 0,
-    .name = "c-zlib",
+    .name = PLUGIN_NAME,
     .version = "0.1.0",
     .description = "zlib stream per page (C plugin over the system zlib), param level 1-9",
     .kdump_format = VMDUMP_FORMAT_ZLIB,

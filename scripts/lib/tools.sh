@@ -26,6 +26,23 @@ apt_ensure() {
 
 ensure_test_tools() {
     apt_ensure cc:gcc zstd:zstd makedumpfile:makedumpfile py/kdumpfile:python3-libkdumpfile groff:groff-base
+    ensure_drgn
+}
+
+# The drgn the tests judge dumps with: a venv of Debian's python3 under
+# target/ with drgn from PyPI (its wheel has libkdumpfile built in; Debian 12
+# packages no drgn). Prints nothing when it is already there.
+DRGN_VERSION=0.3.0
+ensure_drgn() {
+    local venv=${VMDUMP_DRGN_VENV:-$PWD/target/venv-drgn}
+    if "$venv/bin/python" -c "import drgn; assert drgn.__version__ == '$DRGN_VERSION'" 2>/dev/null; then
+        return 0
+    fi
+    /usr/bin/python3 -c "import ensurepip" 2>/dev/null || apt_ensure py/ensurepip:python3-venv
+    echo "installing drgn $DRGN_VERSION into $venv" >&2
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "drgn==$DRGN_VERSION"
 }
 
 # Decompresses the real vmcores of ../shared/fixtures into target/fixtures

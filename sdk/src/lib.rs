@@ -10,7 +10,8 @@
 //!   decide per page ([`PageView`] → [`Verdict`]) what is left out of a dump;
 //! - [`export_compressor!`] and [`export_filter!`], which write the
 //!   `extern "C"` entry point and trampolines, catching every panic at the
-//!   boundary;
+//!   boundary; [`static_compressor!`], the same table without the entry
+//!   symbol, for a codec linked into a program (the host's built-in codecs);
 //! - [`client`], the calling side, used by the host and by the conformance kit;
 //! - `testing` (feature `testing`), the conformance kit a plugin runs on itself.
 //!

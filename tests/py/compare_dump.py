@@ -6,13 +6,13 @@ usage: compare_dump.py DUMP ELF [--excluded-ok]
 
 Prints one JSON line: pages compared, equal, different (first pfns), missing
 (pages the dump does not have; an error unless --excluded-ok), and the
-dump's attributes that tests check. Exits 1 on any difference.
+dump's attributes that tests check (arch.name, linux.uts.*; null when
+libkdumpfile has no value). Exits 1 on any difference. The ELF helpers are
+shared with drgn_compare.py.
 """
 import json
 import struct
 import sys
-
-import kdumpfile
 
 PAGE = 4096
 PT_LOAD = 1
@@ -63,7 +63,23 @@ def ram_pfns(loads, max_pfn):
     return sorted(pfns)
 
 
+ATTRS = ["arch.name"] + [f"linux.uts.{f}" for f in
+                         ("sysname", "nodename", "release", "version", "machine", "domainname")]
+
+
+def attributes(dump):
+    """The attributes readers show a user, None where libkdumpfile has none."""
+    values = {}
+    for name in ATTRS:
+        try:
+            values[name] = str(dump.attr[name])
+        except (KeyError, Exception):  # libkdumpfile raises its own NoKey
+            values[name] = None
+    return values
+
+
 def main():
+    import kdumpfile
     dump_path, elf_path = sys.argv[1], sys.argv[2]
     excluded_ok = "--excluded-ok" in sys.argv[3:]
     dump = kdumpfile.kdumpfile(dump_path)
@@ -92,6 +108,7 @@ def main():
         "first_different": [hex(p) for p in different[:8]],
         "missing": len(missing),
         "first_missing": [hex(p) for p in missing[:8]],
+        "attrs": attributes(dump),
     }
     print(json.dumps(result))
     failed = different or (missing and not excluded_ok)

@@ -15,7 +15,7 @@ import sys
 
 import kdumpfile
 
-from compare_dump import PAGE, elf_loads, elf_page, ram_pfns
+from compare_dump import PAGE, attributes, elf_loads, elf_page, ram_pfns
 
 
 def main():
@@ -54,6 +54,7 @@ def main():
         counts[key + "_first"] = [hex(p) for p in counts[key][:8]]
         counts[key] = len(counts[key])
     counts["segments"] = len(dump_loads)
+    counts["attrs"] = attributes(dump)
     print(json.dumps(counts))
     sys.exit(1 if bad else 0)
 

@@ -81,6 +81,60 @@ pub fn libkdumpfile_compare(dump: &Path, elf: &Path) -> Comparison {
     }
 }
 
+/// The attributes libkdumpfile gives (`arch.name`, `linux.uts.*`) in the
+/// output of tests/py/compare*.py, as one JSON object.
+fn attrs_of(raw: &str) -> &str {
+    let at = raw.find("\"attrs\": {").unwrap_or_else(|| panic!("no attrs in {raw}"));
+    let rest = &raw[at..];
+    &rest[..=rest.find('}').expect("the attrs object ends")]
+}
+
+impl Comparison {
+    /// The attributes libkdumpfile gives (`arch.name`, `linux.uts.*`), as one JSON object.
+    pub fn attrs(&self) -> &str {
+        attrs_of(&self.raw)
+    }
+}
+
+/// The python of the venv with drgn (`ensure_drgn` of scripts/lib/tools.sh,
+/// which scripts/test.sh runs; run here too if the venv is missing).
+pub fn drgn_python() -> PathBuf {
+    let python = workspace_root().join("target/venv-drgn/bin/python");
+    if !python.is_file() {
+        let status = Command::new("bash")
+            .current_dir(workspace_root())
+            .args(["-c", "source scripts/lib/tools.sh && ensure_drgn"])
+            .status()
+            .expect("run bash");
+        assert!(status.success(), "could not install drgn into target/venv-drgn (pip install drgn)");
+    }
+    python
+}
+
+/// Reads every RAM page of `elf` back from `dump` with drgn (tests/py/drgn_compare.py).
+pub fn drgn_compare(dump: &Path, elf: &Path) -> Comparison {
+    let out = Command::new(drgn_python())
+        .arg(workspace_root().join("tests/py/drgn_compare.py"))
+        .arg(dump)
+        .arg(elf)
+        .output()
+        .expect("run drgn's python");
+    let raw = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        raw.contains("\"equal\""),
+        "drgn cannot open {}: {}",
+        dump.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Comparison {
+        compared: json_number(&raw, "compared"),
+        equal: json_number(&raw, "equal"),
+        different: json_number(&raw, "different"),
+        missing: json_number(&raw, "missing"),
+        raw,
+    }
+}
+
 /// What libkdumpfile read back from an ELF dump (tests/py/compare_elf_dump.py).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ElfComparison {
@@ -112,6 +166,13 @@ pub fn libkdumpfile_compare_elf(dump: &Path, source: &Path) -> ElfComparison {
         segments: json_number(&raw, "segments"),
         ok: out.status.success(),
         raw,
+    }
+}
+
+impl ElfComparison {
+    /// The attributes libkdumpfile gives (`arch.name`, `linux.uts.*`), as one JSON object.
+    pub fn attrs(&self) -> &str {
+        attrs_of(&self.raw)
     }
 }
 

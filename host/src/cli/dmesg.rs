@@ -58,10 +58,28 @@ pub fn kernel_log(input: &Path, pieces: &[PathBuf], plugin_dirs: &[PathBuf]) -> 
 pub fn run(args: &DmesgArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
     let log = kernel_log(&args.input, &args.pieces, plugin_dirs)?;
     match &args.output {
-        Some(path) => std::fs::write(path, log).with_context(|| format!("writing {}", path.display())),
+        Some(path) => write_log(path, &log),
         None => {
             use std::io::Write;
             std::io::stdout().lock().write_all(&log).context("writing the log")
         }
     }
+}
+
+/// Writes a kernel log file, mode 0600 as the dump it comes from (a log
+/// holds secrets too), replacing the file if it exists.
+///
+/// # Errors
+/// The file cannot be created or written.
+pub(super) fn write_log(path: &Path, log: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| file.write_all(log))
+        .with_context(|| format!("writing {}", path.display()))
 }

@@ -1,0 +1,361 @@
+//! makedumpfile's command line (kdump-format.md §7.1), for the scripts
+//! written for it: Debian's kdump-tools (`makedumpfile -F -c -d 31
+//! /proc/vmcore | ...`, `--dump-dmesg`), Fedora/RHEL's kdump-utils
+//! (`makedumpfile -l --message-level 7 -d 31 /proc/vmcore FILE`, `-R` from a
+//! raw device, `mkdumprd`'s `--check-params`). vmdump started as
+//! `makedumpfile` (a symlink), or `vmdump makedumpfile ARGS`. Every option
+//! is honoured with makedumpfile's meaning, accepted where it only tunes
+//! what vmdump tunes itself, or refused with the reason ([`options`]).
+//! The profile ([`ProfileSource`]: `VMDUMP_PROFILE`, else the system
+//! profile, else the built-in one) applies too, and its `[makedumpfile]`
+//! section may choose the plugin that serves each compression option (a
+//! vendor's accelerated zlib for `-c`).
+
+pub mod options;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail, ensure};
+use options::{Handling, OPTIONS, Token};
+
+use super::Outcome;
+use super::dump::DumpArgs;
+use crate::plugin::{Registry, SearchPath};
+use crate::profile::{Profile, ProfileSource};
+
+/// What a makedumpfile command line asks for.
+#[derive(Debug)]
+pub enum Request {
+    /// Write a dump, at the first level of the list, then the next ones if it does not fit.
+    Dump(Box<DumpArgs>, Vec<u8>),
+    /// `-R DUMPFILE`: rearrange a flattened stream from stdin.
+    Rearrange(PathBuf, bool),
+    /// `--reassemble DUMPFILE1 DUMPFILE2 ... DUMPFILE`: the pieces, then the output.
+    Reassemble(Vec<PathBuf>),
+    /// `--dump-dmesg VMCORE LOGFILE`: the kernel log.
+    Dmesg(PathBuf, PathBuf),
+    /// `-v`.
+    Version,
+    /// `-h`.
+    Help,
+    /// `--check-params`: this request, checked but not carried out.
+    Check(Box<Request>),
+}
+
+/// The options of one command line, as given (the files in order).
+#[derive(Debug, Default)]
+struct Given {
+    compress: Option<&'static str>,
+    levels: Option<Vec<u8>>,
+    flattened: bool,
+    elf: bool,
+    force: bool,
+    rearrange: bool,
+    split: bool,
+    reassemble: bool,
+    dmesg: bool,
+    check: bool,
+    no_mmap: bool,
+    help: bool,
+    version: bool,
+    limit: Option<u64>,
+    threads: Option<usize>,
+    message_level: Option<u8>,
+    show_stats: bool,
+    splitblock_kib: Option<u64>,
+    /// Accepted options that change nothing, with why.
+    no_effect: Vec<(&'static str, &'static str)>,
+    files: Vec<PathBuf>,
+}
+
+impl Given {
+    fn read(args: &[String]) -> anyhow::Result<Self> {
+        let mut given = Given::default();
+        for token in options::tokens(args)? {
+            match token {
+                Token::File(file) => given.files.push(PathBuf::from(file)),
+                Token::Option(option, value) => given.take(option, value.unwrap_or_default())?,
+            }
+        }
+        Ok(given)
+    }
+
+    fn take(&mut self, option: &'static options::OptionSpec, value: String) -> anyhow::Result<()> {
+        let name = option.name;
+        match option.handling {
+            Handling::Refused(why) => bail!("{name} is not supported by vmdump: {why}"),
+            Handling::NoEffect(why) => self.no_effect.push((name, why)),
+            Handling::Honoured => {}
+        }
+        let number = |what: &str| value.parse::<u64>().with_context(|| format!("{name} {value}: not {what}"));
+        match name {
+            "-c" | "-l" | "-p" | "-z" => self.compress = Some(name),
+            "-d" => self.levels = Some(parse_levels(&value)?),
+            "-F" => self.flattened = true,
+            "-E" => self.elf = true,
+            "-f" => self.force = true,
+            "-R" => self.rearrange = true,
+            "-L" => self.limit = Some(super::synth::parse_size(&value).map_err(anyhow::Error::msg)?),
+            "--num-threads" => self.threads = Some(number("a thread count")? as usize),
+            "--non-mmap" => self.no_mmap = true,
+            "--dump-dmesg" => self.dmesg = true,
+            "--split" => self.split = true,
+            "--reassemble" => self.reassemble = true,
+            "--splitblock-size" => self.splitblock_kib = Some(number("a size in KiB")?),
+            "--message-level" => {
+                let level = number("a message level")?;
+                ensure!(level <= 31, "--message-level {level} is out of range 0-31");
+                self.message_level = Some(level as u8);
+            }
+            "--show-stats" => self.show_stats = true,
+            "-D" => self.message_level = Some(31), // debug: every message
+            "--check-params" => self.check = true,
+            "-v" => self.version = true,
+            "-h" | "--help" => self.help = true,
+            _ => {} // accepted without effect
+        }
+        Ok(())
+    }
+}
+
+/// makedumpfile accepts "-d 31" and a list of levels to retry ("-d 31,11")
+/// when the dump does not fit.
+fn parse_levels(text: &str) -> anyhow::Result<Vec<u8>> {
+    text.split(',')
+        .map(|level| {
+            let level: u8 = level.trim().parse().with_context(|| format!("-d {text}: not a dump level"))?;
+            ensure!(level <= 31, "-d {text}: dump level {level} is out of range 0-31");
+            Ok(level)
+        })
+        .collect()
+}
+
+/// Parses makedumpfile's arguments (without the program name), with the
+/// compressor choices of `profile` for `-c -l -p -z`, and checks them as
+/// makedumpfile does before it opens any file.
+///
+/// # Errors
+/// An unknown or refused option, with the reason, or a combination or
+/// number of files makedumpfile refuses too.
+pub fn parse_with(args: &[String], profile: Option<(&Path, &Profile)>) -> anyhow::Result<Request> {
+    let given = Given::read(args)?;
+    let check = given.check;
+    let request = given.request(profile)?;
+    Ok(if check { Request::Check(Box::new(request)) } else { request })
+}
+
+impl Given {
+    fn request(self, profile: Option<(&Path, &Profile)>) -> anyhow::Result<Request> {
+        let given = self;
+        if given.help {
+            return Ok(Request::Help);
+        }
+        if given.version {
+            return Ok(Request::Version);
+        }
+        if given.rearrange {
+            return rearrange(&given);
+        }
+        if given.reassemble {
+            ensure!(
+                given.files.len() >= 3,
+                "usage: makedumpfile --reassemble DUMPFILE1 DUMPFILE2 [...] DUMPFILE"
+            );
+            return Ok(Request::Reassemble(given.files));
+        }
+        if given.dmesg {
+            let [input, log] = given.files.as_slice() else {
+                bail!("usage: makedumpfile --dump-dmesg VMCORE LOGFILE")
+            };
+            return Ok(Request::Dmesg(input.clone(), log.clone()));
+        }
+        dump_request(given, profile)
+    }
+}
+
+/// `-R DUMPFILE`: one file, none of the dump's options (as makedumpfile).
+fn rearrange(given: &Given) -> anyhow::Result<Request> {
+    let [output] = given.files.as_slice() else { bail!("usage: makedumpfile -R DUMPFILE < FLATTENED") };
+    ensure!(
+        given.compress.is_none() && given.levels.is_none() && !given.elf && !given.flattened,
+        "-R rearranges a flattened stream as it is: -c, -l, -p, -z, -d, -E and -F do not apply"
+    );
+    Ok(Request::Rearrange(output.clone(), given.force))
+}
+
+fn dump_request(given: Given, profile: Option<(&Path, &Profile)>) -> anyhow::Result<Request> {
+    let chosen = |flag: &str| {
+        let default = match flag {
+            "-c" => "zlib:2",
+            "-l" => "lzo",
+            "-p" => "snappy",
+            _ => "zstd",
+        };
+        profile.and_then(|(_, p)| p.makedumpfile.for_option(flag)).unwrap_or(default).to_owned()
+    };
+    if given.elf && given.compress.is_some() {
+        bail!("ELF output is not compressed: -E cannot be combined with -c, -l, -p or -z");
+    }
+    if given.threads.is_some() && (given.split || given.elf) {
+        bail!("--num-threads cannot be combined with --split or -E (as makedumpfile)");
+    }
+    let levels = given.levels.clone().unwrap_or(vec![0]); // makedumpfile's default level
+    let mut dump = DumpArgs {
+        profile: profile.map(|(path, _)| path.to_path_buf()),
+        compress: Some(given.compress.map_or("none".into(), chosen)),
+        dump_level: Some(levels[0]),
+        message_level: Some(given.message_level.unwrap_or(7) | if given.show_stats { 16 } else { 0 }),
+        elf: given.elf,
+        force: given.force,
+        limit: given.limit,
+        threads: given.threads,
+        no_mmap: given.no_mmap,
+        splitblock_size: given.splitblock_kib.map(|kib| kib << 10),
+        ..DumpArgs::default()
+    };
+    if given.split {
+        ensure!(!given.flattened, "--split writes files: it cannot be combined with -F");
+        let [input, outputs @ ..] = given.files.as_slice() else { bail!("--split needs a VMCORE") };
+        ensure!(outputs.len() >= 2, "usage: makedumpfile --split VMCORE DUMPFILE1 DUMPFILE2 [...]");
+        (dump.input, dump.output, dump.split_outputs) = (input.clone(), outputs[0].clone(), outputs.to_vec());
+        dump.splitblock_size = dump.splitblock_size.or(Some(crate::dump::DEFAULT_SPLITBLOCK_BYTES));
+        return Ok(Request::Dump(Box::new(dump), levels));
+    }
+    match (given.flattened, given.files.as_slice()) {
+        (true, [input]) => (dump.input, dump.output) = (input.clone(), PathBuf::from("-")),
+        (false, [input, output]) => (dump.input, dump.output) = (input.clone(), output.clone()),
+        (true, _) => bail!("usage: makedumpfile -F [OPTION] VMCORE (the dump goes to stdout)"),
+        (false, _) => bail!("usage: makedumpfile [OPTION] VMCORE DUMPFILE (see makedumpfile -h)"),
+    }
+    for (name, why) in &given.no_effect {
+        eprintln!("vmdump: {name} has no effect: {why}");
+    }
+    Ok(Request::Dump(Box::new(dump), levels))
+}
+
+/// [`parse_with`] without a profile.
+///
+/// # Errors
+/// As [`parse_with`].
+pub fn parse(args: &[String]) -> anyhow::Result<Request> {
+    parse_with(args, None)
+}
+
+/// `--check-params`: the command line as a dump would take it, the profile
+/// and the compressor it names, without opening VMCORE or creating any
+/// file (mkdumprd passes the words `vmcore` and `dumpfile`).
+fn check_params(request: &Request, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
+    let Request::Dump(dump, _) = request else { return Ok(()) };
+    let profile = dump.profile()?;
+    if profile.compress.plugin != "none" && !dump.elf {
+        let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
+        registry.compressor(&profile.compress.plugin)?;
+        for filter in &profile.filters {
+            registry.filter(&filter.name)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs a makedumpfile command line.
+///
+/// # Errors
+/// As `vmdump dump`, or a refused option.
+pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
+    let source = ProfileSource::of_process(None);
+    let profile = source.load()?;
+    let path = source.path().unwrap_or(Path::new(crate::profile::BUILTIN));
+    const INVALID: &str = "Commandline parameter is invalid";
+    let request = match parse_with(args, Some((path, &profile))) {
+        Err(e) if args.iter().any(|a| a.starts_with("--ch")) => return Err(e.context(INVALID)),
+        parsed => parsed?,
+    };
+    match request {
+        Request::Check(request) => {
+            check_params(&request, plugin_dirs).context(INVALID)?;
+            Ok(Outcome::Success)
+        }
+        Request::Dump(dump, levels) => dump_at_levels(*dump, &levels, plugin_dirs),
+        Request::Rearrange(out, force) => {
+            let mut file = super::dump::create_output(&out, force)?;
+            let mut input = std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock());
+            vmdump_format::flat::rearrange(&mut input, &mut file).map_err(|e| {
+                let _ = std::fs::remove_file(&out);
+                anyhow::Error::new(e)
+                    .context(format!("rearranging the flattened stream into {}", out.display()))
+            })?;
+            Ok(Outcome::Success)
+        }
+        Request::Reassemble(files) => {
+            super::reassemble::run(&super::reassemble::ReassembleArgs { force: false, files })
+        }
+        Request::Dmesg(input, log) => {
+            let text = super::dmesg::kernel_log(&input, &[], plugin_dirs)?;
+            super::dmesg::write_log(&log, &text)?;
+            Ok(Outcome::Success)
+        }
+        Request::Version => {
+            println!(
+                "makedumpfile: vmdump {} (makedumpfile-compatible command line)",
+                env!("CARGO_PKG_VERSION")
+            );
+            Ok(Outcome::Success)
+        }
+        Request::Help => {
+            print!("{}", help_text());
+            Ok(Outcome::Success)
+        }
+    }
+}
+
+/// The dump at each level of `-d` in turn, as long as it does not fit
+/// (`-L`, a full disk): a plain file is written again at the next level.
+fn dump_at_levels(mut dump: DumpArgs, levels: &[u8], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
+    let convert = |dump: &DumpArgs| {
+        super::convert::run(
+            &super::convert::ConvertArgs { pieces: Vec::new(), dump: dump.clone() },
+            plugin_dirs,
+        )
+    };
+    let retry = dump.output != Path::new("-");
+    for (i, level) in levels.iter().enumerate() {
+        dump.dump_level = Some(*level);
+        let outcome = convert(&dump)?;
+        let Some(next) = levels.get(i + 1).filter(|_| retry && outcome == Outcome::Incomplete) else {
+            return Ok(outcome);
+        };
+        eprintln!("vmdump: the dump at level {level} did not fit: writing it again at level {next}");
+        dump.force = true;
+    }
+    unreachable!("levels has at least one level")
+}
+
+/// `-h`: the usage forms and every option vmdump takes.
+pub fn help_text() -> String {
+    let mut text = String::from(
+        "usage: makedumpfile [OPTION]... VMCORE DUMPFILE\n       \
+         makedumpfile -F [OPTION]... VMCORE > FLATTENED\n       \
+         makedumpfile -R DUMPFILE < FLATTENED\n       \
+         makedumpfile --split [OPTION]... VMCORE DUMPFILE1 DUMPFILE2 [...]\n       \
+         makedumpfile --reassemble DUMPFILE1 DUMPFILE2 [...] DUMPFILE\n       \
+         makedumpfile --dump-dmesg VMCORE LOGFILE\n\
+         vmdump's makedumpfile mode: makedumpfile's options, with its meaning:\n",
+    );
+    for option in OPTIONS {
+        let name = option.value.map_or(option.name.to_owned(), |v| format!("{} {v}", option.name));
+        match option.handling {
+            Handling::Honoured => text.push_str(&format!("  {name:<28} {}\n", option.meaning)),
+            Handling::NoEffect(why) => text.push_str(&format!("  {name:<28} accepted, no effect: {why}\n")),
+            Handling::Refused(_) => {}
+        }
+    }
+    text.push_str("Refused, with the reason: ");
+    let refused: Vec<_> =
+        OPTIONS.iter().filter(|o| matches!(o.handling, Handling::Refused(_))).map(|o| o.name).collect();
+    text.push_str(&refused.join(" "));
+    text.push_str("\nvmdump's own commands: vmdump --help; manual: man vmdump (MAKEDUMPFILE MODE)\n");
+    text
+}
+
+#[cfg(test)]
+mod tests;
