@@ -20,8 +20,8 @@
 #   --4level   hide LA57 from the guest CPU: 4-level paging, as in the shared
 #              fixtures (-cpu max has LA57 under TCG, so the kernel runs 5-level)
 # As root. Exit status 0 when every check passed. Kept between runs in
-# target/capture: the kernel package and its unpacked tree, the data disk,
-# the drgn venv.
+# target/capture: the kernel package and its unpacked tree, the data disk
+# (and drgn's venv in target/venv-drgn, ensure_drgn of scripts/lib/tools.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/tools.sh
@@ -204,15 +204,6 @@ extract_results() {
     [[ -s $work/out/vmcore ]] || die "no vmcore on the output disk"
 }
 
-# A venv with drgn from PyPI (Debian 12 has no drgn package).
-drgn_venv() {
-    venv=$cache/drgn-venv
-    "$venv/bin/python" -c 'import drgn' 2> /dev/null && return 0
-    rm -rf "$venv"
-    /usr/bin/python3 -m venv "$venv"
-    "$venv/bin/pip" install -q drgn
-}
-
 judge() {
     local out=$work/out tool
     for tool in vmdump makedumpfile; do
@@ -222,10 +213,9 @@ judge() {
         timeout 120 "$real_makedumpfile" -R "$out/$tool.kdump-tools" < "$out/$tool.kdump-tools.flat" > /dev/null ||
             die "makedumpfile -R could not rearrange $tool's flattened dump (kdump-tools)"
     done
-    drgn_venv
     # Its verdict is kept, so that the timings are printed either way.
     /usr/bin/python3 tests/py/capture_judge.py --vmdump target/release/vmdump \
-        --drgn-python "$venv/bin/python" "$out" || verdict=1
+        --drgn-python "${VMDUMP_DRGN_VENV:-$PWD/target/venv-drgn}/bin/python" "$out" || verdict=1
 }
 
 cleanup() {

@@ -24,17 +24,23 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 from kdump_bitmap import counts  # noqa: E402
 
-# The command lines run by both tools, with makedumpfile's options.
-PAIRS = [
-    ("kdump-tools", "-F -c -d 31"),
-    ("kdump-utils", "-l --message-level 7 -d 31"),
-]
-UTS = ["sysname", "nodename", "release", "version", "machine", "domainname"]
+# The command lines both tools ran, with makedumpfile's options.
+PAIRS = [("kdump-tools", "-F -c -d 31"), ("kdump-utils", "-l --message-level 7 -d 31")]
+RUNS = [f"{tool}.{line}" for line in ("kdump-tools", "kdump-utils", "dmesg")
+        for tool in ("vmdump", "makedumpfile")] + ["vmdump.default"]
+DUMPS = [f"{tool}.{line}" for line, _ in PAIRS for tool in ("vmdump", "makedumpfile")] + ["vmdump.default"]
 
 
 class Judge:
     def __init__(self):
         self.failed = []
+
+    def check(self, ok, what, detail=""):
+        """Prints the verdict; the detail only when the check failed."""
+        print(f"{'ok  ' if ok else 'FAIL'}  {what}" + (f": {detail}" if detail and not ok else ""))
+        if not ok:
+            self.failed.append(what)
+        return ok
 
     def guard(self, what, fn, *args):
         """Runs a judging step; an exception (a missing or unreadable file)
@@ -45,17 +51,14 @@ class Judge:
             self.check(False, what, f"{type(e).__name__}: {e}")
             return None
 
-    def check(self, ok, what, detail=""):
-        """Prints the verdict; the detail only when the check failed."""
-        print(f"{'ok  ' if ok else 'FAIL'}  {what}" + (f": {detail}" if detail and not ok else ""))
-        if not ok:
-            self.failed.append(what)
-        return ok
+
+def info(text):
+    print(f"      {text}")
 
 
 def read_stat(path):
     if not path.exists():
-        return None
+        return {}
     return {k: float(v) for k, v in (line.split("=", 1) for line in path.read_text().split())}
 
 
@@ -64,116 +67,110 @@ def tail(path, lines=5):
     return " | ".join(text[-lines:])
 
 
-def run(cmd):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+def run_json(cmd):
+    """Runs a judge script; its JSON line (or {}) and the whole output."""
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    result = json.loads(p.stdout) if p.stdout.startswith("{") else {}
+    return p.returncode, result, (p.stdout + p.stderr).strip()
 
 
-def judge_runs(j, out, names):
-    """Every run exited 0; vmdump's dumps read /proc/vmcore through mmap."""
-    for name in names + ["vmcore"]:
+def judge_runs(j, out):
+    """Every run exited 0; vmdump's dumps read /proc/vmcore through mmap:
+    runstat -m saw it in the process's maps, and `vmdump dump`'s report
+    (the only one that would say so) has no mmap failure."""
+    for name in RUNS + ["vmcore"]:
         stat = read_stat(out / f"{name}.stat")
-        ok = stat is not None and stat["exit"] == 0
+        ok = stat.get("exit") == 0
         j.check(ok, f"{name} ran in the capture kernel and exited 0",
-                "" if ok else f"{stat and int(stat['exit'])}; stderr: {tail(out / f'{name}.stderr')}")
-    # runstat -m saw /proc/vmcore in the process's maps (mapped=1); an
-    # mmap failure would also be in `vmdump dump`'s report.
+                f"exit {stat.get('exit')}; stderr: {tail(out / f'{name}.stderr')}")
     for name in ("vmdump.kdump-tools", "vmdump.kdump-utils", "vmdump.default"):
-        stat = read_stat(out / f"{name}.stat") or {}
+        mapped = read_stat(out / f"{name}.stat").get("mapped")
         err = (out / f"{name}.stderr").read_text(errors="replace")
-        j.check(stat.get("mapped") == 1 and "mmap failed" not in err,
-                f"{name} read /proc/vmcore through mmap",
-                f"mapped={stat.get('mapped')}; " + next((l for l in err.splitlines() if "mmap" in l), ""))
-    print("      /proc/vmcore mapped: " + ", ".join(
-        f"{n} {'yes' if (read_stat(out / f'{n}.stat') or {}).get('mapped') == 1 else 'no'}" for n in names))
+        j.check(mapped == 1 and "mmap failed" not in err, f"{name} read /proc/vmcore through mmap",
+                f"mapped={mapped}; " + next((line for line in err.splitlines() if "mmap" in line), ""))
+    mapped = {n: read_stat(out / f"{n}.stat").get("mapped") == 1 for n in RUNS}
+    info("/proc/vmcore mapped: " + ", ".join(f"{n} {'yes' if m else 'no'}" for n, m in mapped.items()))
 
 
 def judge_modes(j, out):
     """Files vmdump creates are 0600 (the -F stream is the shell's file)."""
     modes = {Path(p).name: m for m, _size, p in
              (line.split(None, 2) for line in (out / "modes.txt").read_text().splitlines())}
-    for name in ["vmdump.kdump-utils", "vmdump.dmesg", "vmdump.default"]:
+    for name in ("vmdump.kdump-utils", "vmdump.dmesg", "vmdump.default"):
         j.check(modes.get(name) == "600", f"{name} is mode 0600 in the guest", f"mode {modes.get(name)}")
-    print("      modes in the guest (umask 022): " +
-          ", ".join(f"{n} {m}" for n, m in sorted(modes.items()) if not n.endswith((".stat", ".stderr", ".stdout"))))
-
-
-def judge_dump(j, args, dump, vmcore, in_file):
-    """vmdump verify, libkdumpfile and drgn read every page equal to the vmcore."""
-    v = run([args.vmdump, "verify", dump, "--against", vmcore])
-    m = re.search(r"verified (\d+) pages: .*; (\d+) equal to the source; 0 problems", v.stdout)
-    j.check(v.returncode == 0 and m and m[1] == m[2] == str(in_file),
-            f"vmdump verify {dump.name} --against vmcore", (v.stdout + v.stderr).strip())
-    c = run(["/usr/bin/python3", HERE / "compare_dump.py", dump, vmcore, "--excluded-ok"])
-    r = json.loads(c.stdout) if c.stdout.startswith("{") else {}
-    j.check(c.returncode == 0 and r.get("different") == 0 and r.get("equal") == in_file,
-            f"libkdumpfile reads every page of {dump.name} equal to the vmcore",
-            c.stdout.strip() or c.stderr.strip())
-
-
-def judge_drgn(j, args, dump, vmcore):
-    d = run([args.drgn_python, HERE / "drgn_check.py", dump, vmcore])
-    ok = j.check(d.returncode == 0, f"drgn opens {dump.name}, its pages and init_uts_ns equal the vmcore's",
-                 d.stdout.strip() or d.stderr.strip()[-400:])
-    if ok and dump.name == "vmdump.default":
-        r = json.loads(d.stdout)
-        print(f"      drgn {r['drgn']}, pip wheel with libkdumpfile: {r['with_libkdumpfile']}")
-
-
-def attrs(path):
-    a = kdumpfile.kdumpfile(str(path)).attr
-    return {"arch.name": str(a["arch.name"]), **{f"linux.uts.{k}": str(a[f"linux.uts.{k}"]) for k in UTS}}
-
-
-def judge_pair(j, out, line, args_text):
-    """vmdump's dump of a command line against makedumpfile's."""
-    mine, theirs = out / f"vmdump.{line}", out / f"makedumpfile.{line}"
-    cm, ct = counts(mine), counts(theirs)
-    j.check(cm["pages_in_file"] == ct["pages_in_file"],
-            f"{line} ({args_text}): pages in the file equal makedumpfile's",
-            f"vmdump {cm}, makedumpfile {ct}")
-    same = mine.read_bytes() == theirs.read_bytes()
-    print(f"      {line}: vmdump's file is {'byte-identical to' if same else 'not byte-identical to'} makedumpfile's")
-    am, at = attrs(mine), attrs(theirs)
-    j.check(am["arch.name"] == "x86_64" and am == at,
-            f"{line}: libkdumpfile's arch.name and linux.uts.* equal makedumpfile's",
-            "" if am == at else f"vmdump {am}, makedumpfile {at}")
-    return cm, ct
+    info("modes in the guest (umask 022): " + ", ".join(
+        f"{n} {m}" for n, m in sorted(modes.items()) if not n.endswith((".stat", ".stderr", ".stdout"))))
 
 
 def describe_kernel(out):
     """What the crashed kernel was, from VMCOREINFO (makedumpfile's dump)."""
     lines = kdumpfile.kdumpfile(str(out / "makedumpfile.kdump-utils")).attr["linux.vmcoreinfo.lines"]
     levels = 5 if str(lines["NUMBER(pgtable_l5_enabled)"]) == "1" else 4
-    print(f"      crashed kernel {lines['OSRELEASE']}: {levels}-level paging, "
-          f"KERNELOFFSET={lines['KERNELOFFSET']} (KASLR), phys_base {lines['NUMBER(phys_base)']}")
+    info(f"crashed kernel {lines['OSRELEASE']}: {levels}-level paging, "
+         f"KERNELOFFSET={lines['KERNELOFFSET']} (KASLR), phys_base {lines['NUMBER(phys_base)']}")
+
+
+def read_back(j, args, dump, vmcore):
+    """Every page of the dump equal to the vmcore, read by vmdump verify and
+    libkdumpfile (and drgn for vmdump's dumps); returns the dump's counts and
+    libkdumpfile's attributes."""
+    c = counts(dump)
+    held = c["pages_in_file"]
+    p = subprocess.run([args.vmdump, "verify", dump, "--against", vmcore], capture_output=True, text=True)
+    m = re.search(r"verified (\d+) pages: .*; (\d+) equal to the source; 0 problems", p.stdout)
+    j.check(p.returncode == 0 and m is not None and int(m[1]) == int(m[2]) == held,
+            f"vmdump verify {dump.name} --against vmcore: {held} pages equal", (p.stdout + p.stderr).strip())
+    rc, r, text = run_json(["/usr/bin/python3", HERE / "compare_dump.py", dump, vmcore, "--excluded-ok"])
+    j.check(rc == 0 and r.get("different") == 0 and r.get("equal") == held,
+            f"libkdumpfile reads every page of {dump.name} equal to the vmcore", text)
+    if dump.name.startswith("vmdump."):
+        rc, d, text = run_json([args.drgn_python, HERE / "drgn_compare.py", dump, vmcore])
+        j.check(rc == 0 and d.get("different") == 0 and d.get("equal") == held
+                and d.get("missing") == d.get("compared", 0) - held,
+                f"drgn reads every page of {dump.name} equal to the vmcore, refuses the others", text)
+        rc, u, text = run_json([args.drgn_python, HERE / "drgn_uts.py", dump, vmcore])
+        header = {k.removeprefix("linux.uts."): v for k, v in r.get("attrs", {}).items() if "uts" in k}
+        j.check(rc == 0 and u == {"equal_to_vmcore": True, **header},
+                f"drgn reads init_uts_ns of {dump.name} (kallsyms, page tables) equal to the vmcore "
+                "and to the header's utsname", f"{text}; header {header}")
+    return c, r.get("attrs")
+
+
+def judge_pair(j, out, line, options, read):
+    """vmdump's dump of a command line against makedumpfile's."""
+    (cm, am), (ct, at) = read[f"vmdump.{line}"], read[f"makedumpfile.{line}"]
+    j.check(cm["pages_in_file"] == ct["pages_in_file"] and cm["ram_pages"] == ct["ram_pages"],
+            f"{line} ({options}): pages in the file equal makedumpfile's ({ct['pages_in_file']})",
+            f"vmdump {cm}, makedumpfile {ct}")
+    j.check(am is not None and am.get("arch.name") == "x86_64" and am == at,
+            f"{line}: libkdumpfile's arch.name and linux.uts.* equal makedumpfile's",
+            f"vmdump {am}, makedumpfile {at}")
+    same = (out / f"vmdump.{line}").read_bytes() == (out / f"makedumpfile.{line}").read_bytes()
+    info(f"{line}: vmdump's file is {'' if same else 'not '}byte-identical to makedumpfile's")
 
 
 def judge_dmesg(j, out):
     mine, theirs = out / "vmdump.dmesg", out / "makedumpfile.dmesg"
-    same = mine.read_bytes() == theirs.read_bytes()
-    j.check(same, "--dump-dmesg: vmdump's log equals makedumpfile's byte for byte",
-            "" if same else f"cmp {mine} {theirs}")
+    j.check(mine.read_bytes() == theirs.read_bytes(),
+            "--dump-dmesg: vmdump's log equals makedumpfile's byte for byte", f"cmp {mine} {theirs}")
 
 
-def summary(out, names, pages):
+def summary(out, read):
     print(f"\n{'run':<26} {'wall s':>7} {'user s':>7} {'sys s':>6} {'peak RSS':>10} "
           f"{'output bytes':>13} {'pages':>7} {'zero':>6}")
-    for name in names + ["vmcore"]:
-        s = read_stat(out / f"{name}.stat") or {}
-        f = out / (name if name != "vmcore" else "vmcore")
-        if name.endswith("kdump-tools"):
-            f = out / f"{name}.flat"
-        size = f.stat().st_size if f.exists() else 0
-        p = pages.get(name, {})
+    for name in RUNS + ["vmcore"]:
+        s = read_stat(out / f"{name}.stat")
+        f = out / (f"{name}.flat" if name.endswith("kdump-tools") else name)
+        c = (read.get(name) or ({}, None))[0]
         print(f"{name:<26} {s.get('wall_s', 0):7.2f} {s.get('user_s', 0):7.2f} {s.get('sys_s', 0):6.2f} "
-              f"{s.get('maxrss_kib', 0) / 1024:7.1f} MiB {size:13,} "
-              f"{p.get('pages_in_file', ''):>7} {p.get('zero_pages', ''):>6}")
-    for line, _ in PAIRS + [("dmesg", "")]:
-        m, t = (read_stat(out / f"{tool}.{line}.stat") or {} for tool in ("vmdump", "makedumpfile"))
-        if m.get("wall_s") and t.get("wall_s"):
+              f"{s.get('maxrss_kib', 0) / 1024:6.1f} MiB {f.stat().st_size if f.exists() else 0:13,} "
+              f"{c.get('pages_in_file', ''):>7} {c.get('zero_pages', ''):>6}")
+    for line in ("kdump-tools", "kdump-utils", "dmesg"):
+        m, t = (read_stat(out / f"{tool}.{line}.stat") for tool in ("vmdump", "makedumpfile"))
+        if m.get("wall_s") and t.get("wall_s") and t.get("maxrss_kib"):
             print(f"{line}: vmdump/makedumpfile wall {m['wall_s'] / t['wall_s']:.2f}x, "
                   f"peak RSS {m['maxrss_kib'] / t['maxrss_kib']:.2f}x")
-    print("(timings in a TCG guest: instructions emulated; kdump-tools size is the flattened stream's)")
+    print("(timings in a TCG guest, every instruction emulated; kdump-tools' size is the flattened stream's)")
 
 
 def main():
@@ -183,26 +180,16 @@ def main():
     ap.add_argument("out", type=Path)
     args = ap.parse_args()
     out, j = args.out, Judge()
-    vmcore = out / "vmcore"
-    names = [f"{t}.{x}" for x in ("kdump-tools", "kdump-utils", "dmesg") for t in ("vmdump", "makedumpfile")]
-    names.append("vmdump.default")
-    judge_runs(j, out, names)
+    judge_runs(j, out)
     j.guard("modes", judge_modes, j, out)
     j.guard("VMCOREINFO", describe_kernel, out)
-    pages = {}
-    for line, args_text in PAIRS:
-        pair = j.guard(f"{line}: vmdump against makedumpfile", judge_pair, j, out, line, args_text)
-        if pair:
-            pages[f"vmdump.{line}"], pages[f"makedumpfile.{line}"] = pair
-    default = j.guard("vmdump.default: counts", counts, out / "vmdump.default")
-    if default:
-        pages["vmdump.default"] = default
-    for name, c in pages.items():
-        j.guard(f"{name}: pages", judge_dump, j, args, out / name, vmcore, c["pages_in_file"])
-    for name in (n for n in pages if n.startswith("vmdump.")):
-        j.guard(f"{name}: drgn", judge_drgn, j, args, out / name, vmcore)
+    read = {name: j.guard(f"{name}: read back", read_back, j, args, out / name, out / "vmcore")
+            for name in DUMPS}
+    for line, options in PAIRS:
+        if read[f"vmdump.{line}"] and read[f"makedumpfile.{line}"]:
+            j.guard(f"{line}: vmdump against makedumpfile", judge_pair, j, out, line, options, read)
     j.guard("--dump-dmesg", judge_dmesg, j, out)
-    summary(out, names, pages)
+    summary(out, read)
     if j.failed:
         print(f"\n{len(j.failed)} checks FAILED:\n  " + "\n  ".join(j.failed))
     return 1 if j.failed else 0
