@@ -28,6 +28,12 @@ say "makedumpfile on PATH is $(readlink -f "$(command -v makedumpfile)"), the re
 
 mdf=makedumpfile # on PATH, a symlink to vmdump
 v=/proc/vmcore
+vmdump plugins > "$out/plugins.txt" 2>&1
+# kdump-utils checks its core_collector line before it uses it.
+run vmdump.check-params "$out/vmdump.check-params.stdout" \
+    $mdf --check-params -l --message-level 7 -d 31 $v "$out/unused"
+run makedumpfile.check-params "$out/makedumpfile.check-params.stdout" \
+    $real --check-params -l --message-level 7 -d 31 $v "$out/unused"
 # kdump-tools: makedumpfile -F -c -d 31 /proc/vmcore > FILE
 run vmdump.kdump-tools "$out/vmdump.kdump-tools.flat" $mdf -F -c -d 31 $v
 run makedumpfile.kdump-tools "$out/makedumpfile.kdump-tools.flat" $real -F -c -d 31 $v

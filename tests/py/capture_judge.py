@@ -26,7 +26,7 @@ from kdump_bitmap import counts  # noqa: E402
 
 # The command lines both tools ran, with makedumpfile's options.
 PAIRS = [("kdump-tools", "-F -c -d 31"), ("kdump-utils", "-l --message-level 7 -d 31")]
-RUNS = [f"{tool}.{line}" for line in ("kdump-tools", "kdump-utils", "dmesg")
+RUNS = [f"{tool}.{line}" for line in ("check-params", "kdump-tools", "kdump-utils", "dmesg")
         for tool in ("vmdump", "makedumpfile")] + ["vmdump.default"]
 DUMPS = [f"{tool}.{line}" for line, _ in PAIRS for tool in ("vmdump", "makedumpfile")] + ["vmdump.default"]
 
@@ -102,6 +102,14 @@ def judge_modes(j, out):
         f"{n} {m}" for n, m in sorted(modes.items()) if not n.endswith((".stat", ".stderr", ".stdout"))))
 
 
+def judge_install(j, out):
+    """The capture kernel's vmdump found what install.sh put in the tree."""
+    text = (out / "plugins.txt").read_text(errors="replace")
+    j.check("system profile: /etc/vmdump/vmdump.toml" in text and "absent" not in text
+            and "/usr/lib/vmdump/plugins/libvmdump_c_zlib.so" in text and "skipped" not in text,
+            "vmdump in the capture kernel finds /etc/vmdump/vmdump.toml and the installed plugins", text)
+
+
 def describe_kernel(out):
     """What the crashed kernel was, from VMCOREINFO (makedumpfile's dump)."""
     lines = kdumpfile.kdumpfile(str(out / "makedumpfile.kdump-utils")).attr["linux.vmcoreinfo.lines"]
@@ -158,7 +166,7 @@ def judge_dmesg(j, out):
 def summary(out, read):
     print(f"\n{'run':<26} {'wall s':>7} {'user s':>7} {'sys s':>6} {'peak RSS':>10} "
           f"{'output bytes':>13} {'pages':>7} {'zero':>6}")
-    for name in RUNS + ["vmcore"]:
+    for name in (n for n in RUNS + ["vmcore"] if "check-params" not in n):
         s = read_stat(out / f"{name}.stat")
         f = out / (f"{name}.flat" if name.endswith("kdump-tools") else name)
         c = (read.get(name) or ({}, None))[0]
@@ -182,6 +190,7 @@ def main():
     out, j = args.out, Judge()
     judge_runs(j, out)
     j.guard("modes", judge_modes, j, out)
+    j.guard("install tree", judge_install, j, out)
     j.guard("VMCOREINFO", describe_kernel, out)
     read = {name: j.guard(f"{name}: read back", read_back, j, args, out / name, out / "vmcore")
             for name in DUMPS}
