@@ -75,3 +75,12 @@ prepare_fixtures() {
     done
     export VMDUMP_FIXTURES=$shared VMDUMP_FIXTURE_DIR=$PWD/target/fixtures
 }
+
+# What scripts/capture-test.sh needs: QEMU, a busybox for the guest, the
+# tools that build its initramfs and disks and read the output disk back,
+# and the judges (makedumpfile, libkdumpfile, drgn).
+ensure_capture_tools() {
+    apt_ensure qemu-system-x86_64:qemu-system-x86 busybox:busybox-static cpio:cpio \
+        debugfs:e2fsprogs modprobe:kmod cc:gcc makedumpfile:makedumpfile py/kdumpfile:python3-libkdumpfile
+    ensure_drgn
+}

@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# Crashes a real Debian kernel under QEMU and runs vmdump in its kdump
+# capture kernel on the real /proc/vmcore, side by side with Debian's
+# makedumpfile, with the command lines of kdump-tools and kdump-utils; then
+# judges every dump on the host (tests/py/capture_judge.py).
+#
+#   1. host tools (apt-get); the kernel package linux-image-amd64 depends on,
+#      downloaded once into target/capture/; vmdump built and installed by
+#      scripts/install.sh into a staging root
+#   2. one busybox initramfs for both kernels (tests/capture/): the install
+#      tree, makedumpfile -> vmdump on PATH, Debian's makedumpfile as
+#      /opt/real/makedumpfile, the static C helpers, virtio and ext4 modules
+#   3. QEMU with TCG (KVM hangs on these machines): the workload, sysrq c,
+#      the capture kernel runs tests/capture/capture.sh and saves /proc/vmcore
+#   4. the output disk read back with debugfs, the dumps judged
+#
+# Usage: scripts/capture-test.sh [--keep] [--timeout SECONDS] [--4level]
+#   --keep     keep this run's folder (dumps, vmcore, serial log) and say where
+#   --timeout  kill QEMU after this many seconds (default 900)
+#   --4level   hide LA57 from the guest CPU: 4-level paging, as in the shared
+#              fixtures (-cpu max has LA57 under TCG, so the kernel runs 5-level)
+# As root. Exit status 0 when every check passed. Kept between runs in
+# target/capture: the kernel package and its unpacked tree, the data disk
+# (and drgn's venv in target/venv-drgn, ensure_drgn of scripts/lib/tools.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/tools.sh
+export PYTHONDONTWRITEBYTECODE=1 # the judges import each other: no __pycache__ in tests/py
+
+cache=$PWD/target/capture
+keep=0 qemu_timeout=900 cpu=max
+while (($#)); do
+    case $1 in
+        --keep) keep=1; shift ;;
+        --timeout) qemu_timeout=$2; shift 2 ;;
+        --4level) cpu=max,la57=off; shift ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        *) echo "capture-test.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+die() { echo "capture-test: FAILED: $*" >&2; exit 1; }
+
+# step NAME COMMAND...: runs it and notes how long it took, for the summary.
+timings=()
+step() {
+    local name=$1 start=$SECONDS
+    shift
+    echo "== $name"
+    "$@"
+    timings+=("$(printf '%-10s %4d s' "$name" $((SECONDS - start)))")
+}
+
+# The kernel that linux-image-amd64 depends on in the machine's Debian
+# sources (e.g. linux-image-6.1.0-57-amd64): sets kver and kroot, the
+# unpacked package with depmod's modules.dep.
+fetch_kernel() {
+    local pkg
+    pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+    if [[ -z $pkg ]]; then # no package lists yet on a fresh machine
+        apt-get update -qq
+        pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+    fi
+    [[ -n $pkg ]] || die "apt-cache finds no kernel package that linux-image-amd64 depends on"
+    kver=${pkg#linux-image-} kroot=$cache/kernel-$kver
+    echo "kernel package: $pkg"
+    [[ -e $kroot/boot/vmlinuz-$kver ]] && return 0
+    mkdir -p "$cache/debs"
+    local debs=("$cache/debs/$pkg"_*.deb)
+    if [[ ! -e ${debs[0]} ]]; then
+        # Sandbox user root: _apt may not write into target/.
+        (cd "$cache/debs" && apt-get download -q -o APT::Sandbox::User=root "$pkg")
+        debs=("$cache/debs/$pkg"_*.deb)
+    fi
+    rm -rf "$kroot.tmp"
+    dpkg-deb -x "${debs[0]}" "$kroot.tmp"
+    depmod -b "$kroot.tmp" "$kver"
+    mv "$kroot.tmp" "$kroot"
+}
+
+# Debian's makedumpfile, the reference: refuses to go on when the name is
+# taken by something else (a symlink to vmdump, a package that diverts it).
+find_real_makedumpfile() {
+    real_makedumpfile=/usr/bin/makedumpfile
+    local version
+    version=$("$real_makedumpfile" -v 2>&1 | head -n 1) || true
+    [[ ! -L $real_makedumpfile && $version == "makedumpfile: version "* ]] ||
+        die "$real_makedumpfile is not Debian's makedumpfile (-v: $version)"
+    echo "reference: $version"
+}
+
+# copy_libraries ROOT FILE...: every shared library that ldd lists for the
+# FILEs, at the same path under ROOT. ldd names the dynamic loader by the
+# path the binary asks for (PT_INTERP), so the loader lands there too.
+copy_libraries() {
+    local root=$1 file lib
+    shift
+    for file in "$@"; do
+        ldd "$file" 2>/dev/null || true # a static binary needs nothing
+    done | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u |
+        while read -r lib; do
+            install -D -m 0755 "$lib" "$root$lib"
+        done
+}
+
+# copy_modules DIR MODULE...: the modules and their dependencies, with
+# DIR/order listing them in the order insmod needs.
+copy_modules() {
+    local dir=$1 module ko
+    shift
+    for module in "$@"; do
+        modprobe -d "$kroot" -S "$kver" --show-depends "$module"
+    done | awk '$1 == "insmod" && !seen[$2]++ {print $2}' | while read -r ko; do
+        cp "$ko" "$dir/"
+        basename "$ko" >> "$dir/order"
+    done
+}
+
+make_cpio() {
+    (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -1)
+}
+
+# The guest's initramfs. The capture kernel boots from the same tree; the
+# first kernel's copy also holds the kernel and the capture initramfs, for
+# kexec_file_load.
+build_initramfs() {
+    local tree=$work/initramfs
+    # makedumpfile writes VMCOREINFO to a temporary file: /tmp must exist.
+    mkdir -p "$tree"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,modules,capture,opt/real}
+    cp -a "$work/stage/." "$tree/"
+    # vmdump behaves as makedumpfile under that name; kdump tools find it on PATH.
+    ln -s vmdump "$tree/usr/sbin/makedumpfile"
+    install -m 0755 "$real_makedumpfile" "$tree/opt/real/makedumpfile"
+    install -m 0755 /bin/busybox "$tree/bin/busybox"
+    local helper
+    for helper in kexec_load runstat memfill; do
+        gcc -O2 -Wall -Werror -static -o "$tree/usr/bin/$helper" "tests/capture/$helper.c"
+    done
+    install -m 0755 tests/capture/init "$tree/init"
+    install -m 0644 tests/capture/workload.sh tests/capture/capture.sh "$tree/capture/"
+    copy_libraries "$tree" "$tree/usr/sbin/vmdump" "$tree"/usr/lib/vmdump/plugins/*.so \
+        "$real_makedumpfile" /bin/busybox
+    # crc32c first: ext4 asks for it by name (a soft dependency).
+    copy_modules "$tree/modules" virtio_pci virtio_blk crc32c_generic ext4
+    make_cpio "$tree" > "$work/initrd-capture.gz"
+    install -D -m 0644 "$kroot/boot/vmlinuz-$kver" "$tree/boot/vmlinuz"
+    install -m 0644 "$work/initrd-capture.gz" "$tree/boot/initrd-capture.gz"
+    make_cpio "$tree" > "$work/initrd.gz"
+    stat -c '%n: %s bytes' "$work"/initrd*.gz
+}
+
+# The data disk (vda, read-only): real files for the page cache, the
+# kernel's file system modules (38 MiB). The output disk (vdb): ext4 with
+# room for the vmcore and every dump, its inode tables written here
+# rather than by the guest's lazy init.
+make_disks() {
+    data_img=$cache/data-$kver.img
+    if [[ ! -s $data_img ]]; then
+        mke2fs -q -t ext4 -d "$kroot/lib/modules/$kver/kernel/fs" "$data_img.tmp" 64M
+        mv "$data_img.tmp" "$data_img"
+    fi
+    truncate -s 1200M "$work/out.img"
+    mke2fs -q -F -t ext4 -E lazy_itable_init=0,lazy_journal_init=0 "$work/out.img"
+}
+
+# stamp: each line read, after the seconds since this step began.
+stamp() {
+    local start=$SECONDS line
+    while IFS= read -r line; do
+        printf '[%3d s] %s\n' $((SECONDS - start)) "${line%$'\r'}"
+    done
+}
+
+# Boots, shows the guest's CAPTURE: lines as they come, and fails with the
+# serial log's tail unless the capture kernel said DONE in time.
+boot_guest() {
+    local log=$work/serial.log rc=0
+    local qemu=(qemu-system-x86_64 -machine q35,accel=tcg -cpu "$cpu" -smp 2 -m 512M
+        -nodefaults -display none -no-reboot -serial "file:$log"
+        -kernel "$kroot/boot/vmlinuz-$kver" -initrd "$work/initrd.gz"
+        -append "console=ttyS0 panic=-1 crashkernel=160M"
+        -drive "file=$data_img,if=virtio,format=raw,snapshot=on"
+        -drive "file=$work/out.img,if=virtio,format=raw")
+    echo "${qemu[*]}"
+    : > "$log"
+    timeout --kill-after=10 "$qemu_timeout" "${qemu[@]}" > "$work/qemu.out" 2>&1 &
+    local pid=$!
+    tail -n +1 -F --pid="$pid" "$log" 2> /dev/null | grep -a --line-buffered '^CAPTURE:' | stamp || true
+    wait "$pid" || rc=$?
+    if ((rc == 124 || rc == 137)); then
+        tail -n 40 "$log" >&2
+        die "QEMU did not finish within $qemu_timeout s and was killed; the serial log's last lines are above"
+    fi
+    if ((rc != 0)) || ! grep -q '^CAPTURE: DONE' "$log"; then
+        cat "$work/qemu.out" >&2
+        tail -n 40 "$log" >&2
+        die "the guest stopped (QEMU exit $rc) before the capture kernel was done; the serial log's last lines are above"
+    fi
+}
+
+extract_results() {
+    debugfs -R "rdump /out $work" "$work/out.img" 2> "$work/debugfs.err" ||
+        die "debugfs could not read the output disk: $(cat "$work/debugfs.err")"
+    [[ -s $work/out/vmcore ]] || die "no vmcore on the output disk"
+}
+
+judge() {
+    local out=$work/out tool
+    for tool in vmdump makedumpfile; do
+        # makedumpfile 1.7.2 -R spins forever on an empty stream: a failed
+        # run is left to the judge, which says why it failed.
+        [[ -s $out/$tool.kdump-tools.flat ]] || continue
+        timeout 120 "$real_makedumpfile" -R "$out/$tool.kdump-tools" < "$out/$tool.kdump-tools.flat" > /dev/null ||
+            die "makedumpfile -R could not rearrange $tool's flattened dump (kdump-tools)"
+    done
+    # Its verdict is kept, so that the timings are printed either way.
+    /usr/bin/python3 tests/py/capture_judge.py --vmdump target/release/vmdump \
+        --drgn-python "${VMDUMP_DRGN_VENV:-$PWD/target/venv-drgn}/bin/python" "$out" || verdict=1
+}
+
+cleanup() {
+    echo
+    printf '%s\n' "${timings[@]}"
+    printf '%-10s %4d s\n' total "$SECONDS"
+    if ((keep)); then
+        echo "kept: $work (serial.log, out/)"
+    else
+        rm -rf "$work"
+    fi
+}
+
+main() {
+    ensure_capture_tools
+    find_real_makedumpfile
+    mkdir -p "$cache"
+    work=$(mktemp -d "$cache/run.XXXXXX")
+    trap cleanup EXIT
+    step kernel fetch_kernel
+    step build scripts/install.sh --destdir "$work/stage"
+    step initramfs build_initramfs
+    step disks make_disks
+    step qemu boot_guest
+    step extract extract_results
+    verdict=0
+    step judge judge
+    ((verdict == 0)) || die "some checks failed (above)"
+    echo "capture-test: PASSED"
+}
+
+main
