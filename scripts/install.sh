@@ -41,7 +41,14 @@ for dir in "$PREFIX" "$SYSCONFDIR" "$PLUGINDIR"; do
     [[ $dir == /* ]] || { echo "install.sh: $dir is not an absolute path" >&2; exit 2; }
 done
 
-export VMDUMP_PLUGIN_DIR=$PLUGINDIR VMDUMP_SYSCONFDIR=$SYSCONFDIR
+# Compiled in only when they differ from the binary's defaults, so that the
+# default install reuses the build of `cargo build --release` (a change of
+# these variables rebuilds the host).
+compiled_in() { # VARIABLE VALUE DEFAULT
+    if [[ $2 == "$3" ]]; then unset "$1"; else export "$1=$2"; fi
+}
+compiled_in VMDUMP_PLUGIN_DIR "$PLUGINDIR" /usr/lib/vmdump/plugins
+compiled_in VMDUMP_SYSCONFDIR "$SYSCONFDIR" /etc
 release=${CARGO_TARGET_DIR:-target}/release
 if ((build)); then
     cargo build --release --locked -p vmdump "${features[@]}"

@@ -245,6 +245,10 @@ fn dump_dmesg_through_vmdump_as_makedumpfile_from_the_elf_and_from_our_dump() {
                 "{} from the {from}: log differs",
                 fixture.name
             );
+            let said = String::from_utf8_lossy(&result.stdout);
+            let message =
+                format!("The dmesg log is saved to {}.\n\nmakedumpfile Completed.\n", log.display());
+            assert!(said.ends_with(&message), "makedumpfile's messages: {said:?}");
         }
     }
 }

@@ -32,8 +32,8 @@ pub enum Request {
     Rearrange(PathBuf, bool),
     /// `--reassemble DUMPFILE1 DUMPFILE2 ... DUMPFILE`: the pieces, then the output.
     Reassemble(Vec<PathBuf>),
-    /// `--dump-dmesg VMCORE LOGFILE`: the kernel log.
-    Dmesg(PathBuf, PathBuf),
+    /// `--dump-dmesg VMCORE LOGFILE`: the kernel log, and the message level.
+    Dmesg(PathBuf, PathBuf, u8),
     /// `-v`.
     Version,
     /// `-h`.
@@ -169,7 +169,7 @@ impl Given {
             let [input, log] = self.files.as_slice() else {
                 bail!("usage: makedumpfile --dump-dmesg VMCORE LOGFILE")
             };
-            return Ok(Request::Dmesg(input.clone(), log.clone()));
+            return Ok(Request::Dmesg(input.clone(), log.clone(), self.message_level.unwrap_or(7)));
         }
         dump_request(self, profile)
     }
@@ -288,9 +288,13 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
         Request::Reassemble(files) => {
             super::reassemble::run(&super::reassemble::ReassembleArgs { force: false, files })
         }
-        Request::Dmesg(input, log) => {
+        Request::Dmesg(input, log, message_level) => {
             let text = super::dmesg::kernel_log(&input, &[], plugin_dirs)?;
             super::dmesg::write_log(&log, &text)?;
+            if message_level & 2 != 0 {
+                // makedumpfile's common messages, on stdout.
+                println!("\nThe dmesg log is saved to {}.\n\nmakedumpfile Completed.", log.display());
+            }
             Ok(Outcome::Success)
         }
         Request::Version => {
