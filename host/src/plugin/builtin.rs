@@ -11,14 +11,25 @@ use vmdump_sdk::client::CompressorPlugin;
 
 /// The built-in compressors, in the order `vmdump plugins` lists them.
 pub fn compressors() -> Vec<CompressorPlugin> {
-    let mut all = vec![
-        vmdump_compress_zlib::vmdump_compressor(),
-        vmdump_compress_zstd::vmdump_compressor(),
-        vmdump_compress_snappy::vmdump_compressor(),
-    ];
-    #[cfg(feature = "lzo")]
-    all.insert(2, vmdump_compress_lzo::vmdump_compressor());
-    all
+    [
+        Some(vmdump_compress_zlib::vmdump_compressor()),
+        Some(vmdump_compress_zstd::vmdump_compressor()),
+        lzo(),
+        Some(vmdump_compress_snappy::vmdump_compressor()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+#[cfg(feature = "lzo")]
+fn lzo() -> Option<CompressorPlugin> {
+    Some(vmdump_compress_lzo::vmdump_compressor())
+}
+
+#[cfg(not(feature = "lzo"))]
+fn lzo() -> Option<CompressorPlugin> {
+    None
 }
 
 /// Whether a compressor of this name is built in.
