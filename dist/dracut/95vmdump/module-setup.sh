@@ -8,7 +8,8 @@
 #   /etc/kdump.conf;
 # - by itself in the kdump initramfs that kdump-utils (Fedora, RHEL) builds,
 #   when makedumpfile is vmdump there (package vmdump-makedumpfile, or a
-#   symlink /usr/sbin/makedumpfile -> vmdump): its mkdumprd adds the module
+#   symlink /usr/sbin/makedumpfile -> vmdump): its mkdumprd exports
+#   IN_KDUMP=1 (which kdump-utils' own modules test), adds the module
 #   kdumpbase (`--add kdumpbase`, or add_dracutmodules=' kdumpbase ' in its
 #   /usr/lib/kdump/dracut.conf.d/99-kdump.conf) and lets dracut choose the
 #   rest, and 99kdumpbase installs /sbin/makedumpfile, so vmdump itself is
@@ -31,9 +32,10 @@ makedumpfile_is_vmdump() {
     [[ -x $mk && $mk == "$(readlink -f "${dracutsysrootdir-}$VMDUMP_BIN")" ]]
 }
 
-# kdump-utils' kdumpbase is among the modules asked for.
+# kdump-utils' mkdumprd is building: it exports IN_KDUMP, or asks for kdumpbase.
 building_kdump_initramfs() {
-    [[ " ${add_dracutmodules-} ${force_add_dracutmodules-} " == *" kdumpbase "* ]]
+    [[ -n ${IN_KDUMP-} ]] ||
+        [[ " ${add_dracutmodules-} ${force_add_dracutmodules-} " == *" kdumpbase "* ]]
 }
 
 check() {
