@@ -274,8 +274,6 @@ main() {
     ARCH=$(dpkg --print-architecture)
     MAINTAINER=${DEBEMAIL:+${DEBFULLNAME:-vmdump} <$DEBEMAIL>}
     MAINTAINER=${MAINTAINER:-$(git log -1 --format='%an <%ae>')}
-    SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)
-    export SOURCE_DATE_EPOCH
     [[ $VERSION =~ ^[0-9][A-Za-z0-9.+~]*$ ]] || { echo "build-deb.sh: no usable version in Cargo.toml: '$VERSION'" >&2; exit 1; }
 
     local debs=()
@@ -284,6 +282,10 @@ main() {
     work=$(mktemp -d "${TMPDIR:-/tmp}/vmdump-deb.XXXXXX")
     trap 'rm -rf "$work"' EXIT
     stage "$work/vmdump"
+    # After the build: exported during it, it would make cargo rebuild the C
+    # code (cc-rs watches it) each time this script and test.sh take turns.
+    SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)
+    export SOURCE_DATE_EPOCH
     build_vmdump "$work/vmdump"
     build_makedumpfile "$work/vmdump-makedumpfile" "$(binary_licence "$work/vmdump")"
     debs+=("$(deb "$work/vmdump")" "$(deb "$work/vmdump-makedumpfile")")

@@ -35,7 +35,7 @@ CACHE=target/pkgtest/cache
 BASE=$CACHE/$SUITE
 RUN=target/pkgtest/run
 ROOT=$RUN/root
-LOGS=$RUN/logs
+LOGS=target/pkgtest/logs
 # A kernel version for the images: a modules directory and a config of its own
 # (mkinitramfs reads /boot/config-KVER for its compressor), no real kernel.
 KVER=6.1.0-0-vmdumptest
@@ -219,7 +219,7 @@ ensure_base() {
 
 fresh_root() {
     remove_tree "$RUN"
-    mkdir -p "$LOGS"
+    mkdir -p "$RUN"
     cp -a "$BASE" "$ROOT"
     mount_api "$ROOT"
     mkdir -p "$ROOT/tmp/debs"
@@ -540,7 +540,8 @@ main() {
     phase "building the packages"
     build_debs
     t1=$(now)
-    mkdir -p "$RUN"
+    rm -rf "$LOGS"
+    mkdir -p "$RUN" "$LOGS"
     ensure_base
     trap 'unmount_under "$RUN"' EXIT
     fresh_root
