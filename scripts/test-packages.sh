@@ -18,7 +18,8 @@
 # Usage: scripts/test-packages.sh [--debs DIR] [--no-build] [--keep] [--refresh-cache]
 #   --debs DIR       test the .deb files in DIR instead of building them
 #   --no-build       build the packages from the binaries already in target/release
-#   --keep           keep the chroot (target/pkgtest/run/root) even when every check passed
+#   --keep           keep the chroot (a copy of the cached tree in target/pkgtest/run/root,
+#                    not an overlay on it) even when every check passed
 #   --refresh-cache  bootstrap the cached Debian tree anew
 # Runs as root. The first run bootstraps Debian 12 (minbase) from
 # deb.debian.org into target/pkgtest/cache (about 400 MB) and downloads the
@@ -26,11 +27,12 @@
 # Ends with "test-packages: N passed, M failed"; exit status 0 when none failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/tools.sh
 
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 # Bump when the cached tree must change (its packages, its setup).
-CACHE_KEY="3 $SUITE minbase; installed: initramfs-tools dracut-core; downloaded: makedumpfile"
+CACHE_KEY="5 $SUITE minbase; installed: initramfs-tools zstd dracut-core; downloaded: makedumpfile"
 CACHE=target/pkgtest/cache
 BASE=$CACHE/$SUITE
 RUN=target/pkgtest/run
@@ -61,7 +63,11 @@ parse_args() {
 # ---- reporting -------------------------------------------------------------
 
 now() { date +%s; }
-phase() { printf '\n== %s\n' "$*"; }
+phase_start=$(now)
+phase() {
+    printf '   (%ds)\n\n== %s\n' $(($(now) - phase_start)) "$*"
+    phase_start=$(now)
+}
 ok() { passed=$((passed + 1)); printf 'ok   %s\n' "$1"; }
 not_ok() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; }
 
@@ -114,13 +120,8 @@ enter_mount_namespace() {
 }
 
 ensure_host_tools() {
-    local missing=()
-    command -v debootstrap >/dev/null || missing+=(debootstrap)
-    command -v unshare >/dev/null || missing+=(util-linux)
-    if ((${#missing[@]})); then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-    fi
+    # zstd: to decompress the fixtures (prepare_fixtures)
+    apt_ensure debootstrap:debootstrap zstd:zstd
 }
 
 build_debs() {
@@ -184,6 +185,9 @@ apt_in() {
 }
 # Offline: every package the test installs was downloaded into the cache.
 apt_r() { apt_in "$ROOT" --no-download "$@"; }
+# Local .deb files: apt resolves their Depends from what is installed
+# (--no-download would refuse to "fetch" the local files, an apt quirk).
+apt_local() { apt_in "$ROOT" "$@"; }
 
 bootstrap() {
     local new=$BASE.new
@@ -196,7 +200,8 @@ bootstrap() {
     chmod 0755 "$new/usr/sbin/policy-rc.d"
     cp /etc/resolv.conf "$new/etc/resolv.conf"
     apt_in "$new" update
-    apt_in "$new" install initramfs-tools dracut-core
+    # zstd: initramfs-tools' default compressor (a Recommends of it)
+    apt_in "$new" install initramfs-tools zstd dracut-core
     # makedumpfile is installed by the test itself; its .deb (and those of its
     # dependencies) stay in /var/cache/apt/archives for the offline runs.
     apt_in "$new" install --download-only makedumpfile
@@ -204,6 +209,8 @@ bootstrap() {
     : >"$new/lib/modules/$KVER/modules.order"
     : >"$new/lib/modules/$KVER/modules.builtin"
     printf 'CONFIG_RD_GZIP=y\nCONFIG_RD_ZSTD=y\n' >"$new/boot/config-$KVER"
+    # The files depmod makes there, made now, so that the tree compares equal after the test.
+    in_chroot "$new" depmod "$KVER"
     unmount_under "$new"
     remove_tree "$BASE"
     mv "$new" "$BASE"
@@ -217,10 +224,16 @@ ensure_base() {
     fi
 }
 
+# The test's root: an overlay on the cached tree (no copy; the cache stays
+# pristine), or a copy of it with --keep or where overlayfs is not to be had.
 fresh_root() {
     remove_tree "$RUN"
-    mkdir -p "$RUN"
-    cp -a "$BASE" "$ROOT"
+    mkdir -p "$RUN/upper" "$RUN/work" "$ROOT"
+    if ((keep)) || ! mount -t overlay overlay \
+        -o "lowerdir=$(realpath "$BASE"),upperdir=$(realpath "$RUN/upper"),workdir=$(realpath "$RUN/work")" "$ROOT"; then
+        rmdir "$ROOT"
+        cp -a "$BASE" "$ROOT"
+    fi
     mount_api "$ROOT"
     mkdir -p "$ROOT/tmp/debs"
     cp "$VMDUMP_DEB" "$MKD_DEB" "$ROOT/tmp/debs/"
@@ -278,7 +291,13 @@ package_state() {
     state=$(r dpkg-query -W -f '${db:Status-Abbrev}' "$1" 2>/dev/null) || state='(unknown)'
     [[ ${state%% *} == "$2" ]] || { echo "$1 is '$state', not $2"; return 1; }
 }
-not_known() { ! r dpkg-query -W "$1" >/dev/null 2>&1 || { r dpkg -l "$1"; return 1; }; }
+# Purged: dpkg knows nothing of it, or only the name (state "un").
+not_installed() {
+    local state
+    # shellcheck disable=SC2016 # a dpkg-query format
+    state=$(r dpkg-query -W -f '${db:Status-Abbrev}' "$1" 2>/dev/null) || return 0
+    [[ ${state%% *} == un ]] || { echo "$1 is '$state'"; return 1; }
+}
 
 verified() { r dpkg --verify "$@"; }
 
@@ -330,7 +349,7 @@ test_install() {
     ORIG_SHA=$(sha_of /usr/bin/makedumpfile)
     check "Debian's makedumpfile answers as makedumpfile" makedumpfile_answers '^makedumpfile: version '
     snapshot >"$RUN/before.txt"
-    step "apt-get install vmdump vmdump-makedumpfile" apt_r install "/tmp/debs/${VMDUMP_DEB##*/}" "/tmp/debs/${MKD_DEB##*/}"
+    step "apt-get install vmdump vmdump-makedumpfile" apt_local install "/tmp/debs/${VMDUMP_DEB##*/}" "/tmp/debs/${MKD_DEB##*/}"
     check "dpkg-divert --list shows /usr/bin and /usr/sbin makedumpfile diverted" diverted
     check "command -v makedumpfile (kdump-config's PATH) resolves to /usr/sbin/vmdump" makedumpfile_resolves_to /usr/sbin/vmdump
     check "makedumpfile -v answers as vmdump" makedumpfile_answers '^makedumpfile: vmdump '
@@ -356,7 +375,7 @@ test_install() {
     check "dpkg --verify vmdump-makedumpfile" verified vmdump-makedumpfile
     step "apt-get install makedumpfile (while diverted)" apt_r install makedumpfile
     check "the new file went to .distrib, byte-identical" same_as_original /usr/bin/makedumpfile.distrib
-    step "reinstall vmdump-makedumpfile (the upgrade path of its scripts)" apt_r install --reinstall "/tmp/debs/${MKD_DEB##*/}"
+    step "reinstall vmdump-makedumpfile (the upgrade path of its scripts)" apt_local install --reinstall "/tmp/debs/${MKD_DEB##*/}"
     check "diversions kept over the upgrade" diverted
     check "makedumpfile is still vmdump" makedumpfile_answers '^makedumpfile: vmdump '
     check "the original is still at .distrib" same_as_original /usr/bin/makedumpfile.distrib
@@ -373,7 +392,7 @@ test_remove() {
 
     phase "1. packages: vmdump-makedumpfile without Debian's makedumpfile"
     step "apt-get purge makedumpfile" apt_r purge makedumpfile
-    step "apt-get install vmdump-makedumpfile" apt_r install "/tmp/debs/${MKD_DEB##*/}"
+    step "apt-get install vmdump-makedumpfile" apt_local install "/tmp/debs/${MKD_DEB##*/}"
     check "makedumpfile is vmdump" makedumpfile_answers '^makedumpfile: vmdump '
     check "no .distrib file was made" absent /usr/bin/makedumpfile.distrib
     step "apt-get install makedumpfile (after vmdump-makedumpfile)" apt_r install makedumpfile
@@ -389,7 +408,7 @@ test_remove() {
     check "vmdump is removed, its conffiles kept (rc)" package_state vmdump rc
     check "the edited conffile is kept" conffile_kept
     step "dpkg --purge vmdump" r dpkg --purge vmdump
-    check "vmdump is unknown to dpkg" not_known vmdump
+    check "vmdump is purged (dpkg: not installed, no conffiles)" not_installed vmdump
     check "every file of dpkg -L vmdump is gone, /etc/vmdump too" all_gone "$RUN/vmdump.list"
     check "/etc/vmdump is gone" absent /etc/vmdump
     check "the tree is as before vmdump was installed (files, modes, contents)" same_tree_as "$RUN/before.txt"
@@ -412,22 +431,37 @@ lacks_vmdump() {
 }
 
 # The unpacked image runs vmdump: plugins listed (every library they need is
-# in the image), then a dump of the synthetic vmcore the host verifies.
+# in the image), a dump of a synthetic vmcore with a plugin, and the
+# distribution's own command line (DUMPER, run by the image's sh, @VMCORE@
+# replaced) on the real capture-kernel vmcore of ../shared/fixtures,
+# each verified by the host page by page.
 runs_in_image() {
-    local img=$1 label=$2 dumper=$3 output=$4
+    local img=$1 label=$2 dumper=$3 output=$4 vmcore=/vmcore level=1 source
     mkdir -p "$img/proc" "$img/tmp"
     mount -t proc proc "$img/proc"
     check "$label: vmdump plugins lists the built-in codecs, the three plugins and the profile" \
         plugins_in "$img"
     step "$label: vmdump synth --size 256M (on the host, into the image)" make_vmcore "$img"
-    check "$label: vmdump dump --compress c-zlib (a plugin dlopened in the image)" \
+    check "$label: vmdump dump --compress c-zlib /vmcore (a plugin dlopened in the image)" \
         chroot "$img" /usr/sbin/vmdump dump --compress c-zlib /vmcore /dump-c-zlib.kdump
     check "$label: host vmdump verify of that dump against the vmcore" \
         "$HOST_VMDUMP" verify "$img/dump-c-zlib.kdump" --against "$img/vmcore"
+    source=$img/vmcore
+    if [[ -n ${VMDUMP_FIXTURE_DIR-} ]]; then
+        # Read-only, bound in: 400 MiB need not be copied.
+        source=$VMDUMP_FIXTURE_DIR/vmcore-SK vmcore=/vmcore-SK level=31
+        touch "$img/vmcore-SK"
+        mount --bind -o ro "$source" "$img/vmcore-SK"
+    else
+        echo "NOTE: no ../shared/fixtures: the distribution's command line runs on the synthetic vmcore at -d 1" \
+            "(its VMCOREINFO does not allow -d 31), not on a real one"
+    fi
+    dumper=${dumper//@VMCORE@/$vmcore}
+    dumper=${dumper//-d 31/-d $level}
     check "$label: $dumper" chroot "$img" sh -c "$dumper"
-    check "$label: host vmdump verify of that dump against the vmcore" \
-        "$HOST_VMDUMP" verify "$img$output" --against "$img/vmcore"
-    umount "$img/proc"
+    check "$label: host vmdump verify of that dump against ${source##*/}" \
+        "$HOST_VMDUMP" verify "$img$output" --against "$source"
+    unmount_under "$img"
 }
 
 plugins_in() {
@@ -442,12 +476,13 @@ plugins_in() {
 }
 
 # kdump-tools' /etc/kernel/postinst.d/kdump-tools: a copy of /etc/initramfs-tools
-# in /var/lib/kdump with MODULES=dep, then mkinitramfs -d on it.
+# in /var/lib/kdump, then mkinitramfs -d on it. (kdump-tools also sets
+# MODULES=dep there, which needs the root file system's device: not in a
+# chroot. The kernel modules are not what this test is about.)
 kdump_tools_confdir() {
     rm -rf /var/lib/kdump/initramfs-tools
     mkdir -p /var/lib/kdump
     cp -pr /etc/initramfs-tools /var/lib/kdump
-    sed -i 's/^MODULES=.*/MODULES=dep/' /var/lib/kdump/initramfs-tools/initramfs.conf
 }
 
 mkinitramfs_to() { r mkinitramfs "$@" "$KVER"; }
@@ -473,7 +508,7 @@ test_initramfs_tools() {
         usr/lib/vmdump/plugins/libvmdump_filter_pfn_ranges.so usr/lib/vmdump/plugins/libvmdump_filter_pattern.so
     step "unmkinitramfs kdump.img" unpack_initramfs /tmp/kdump.img /tmp/kdump.d
     # kdump-tools' default MAKEDUMP_ARGS, as kdump-config runs them (the flattened format to stdout).
-    runs_in_image "$UNPACKED" "initramfs-tools image" "makedumpfile -F -c -d 31 /vmcore > /dump.flat" /dump.flat
+    runs_in_image "$UNPACKED" "initramfs-tools image" 'makedumpfile -F -c -d 31 @VMCORE@ > /dump.flat' /dump.flat
 
     printf 'VMDUMP_INITRAMFS=no\n' >"$ROOT/var/lib/kdump/initramfs-tools/conf.d/vmdump"
     step "mkinitramfs -d /var/lib/kdump/initramfs-tools with VMDUMP_INITRAMFS=no in its conf.d" \
@@ -526,7 +561,7 @@ test_dracut() {
     step "lsinitrd --unpack dracut-kdump.img" unpack_dracut /tmp/dracut-kdump.img /tmp/dracut-kdump.d
     # kdump-utils' default core_collector, as its kdump.sh runs it to a file.
     runs_in_image "$ROOT/tmp/dracut-kdump.d" "dracut image" \
-        "/sbin/makedumpfile -l --message-level 7 -d 31 /vmcore /dump.kdump" /dump.kdump
+        '/sbin/makedumpfile -l --message-level 7 -d 31 @VMCORE@ /dump.kdump' /dump.kdump
     rm -rf "$ROOT/usr/lib/dracut/modules.d/99kdumpbase"
 }
 
@@ -537,6 +572,7 @@ main() {
     local t0 t1 t2
     t0=$(now)
     ensure_host_tools
+    prepare_fixtures
     phase "building the packages"
     build_debs
     t1=$(now)
@@ -550,7 +586,8 @@ main() {
     test_initramfs_tools
     test_dracut
     test_remove
-    printf '\ntimes: packages %ds, Debian tree %ds, checks %ds, total %ds\n' \
+    phase "done"
+    printf 'times: packages %ds, Debian tree %ds, checks %ds, total %ds\n' \
         $((t1 - t0)) $((t2 - t1)) $(($(now) - t2)) $(($(now) - t0))
     summary
     unmount_under "$RUN"
