@@ -136,8 +136,8 @@ build_debs() {
 
 # ---- chroots ---------------------------------------------------------------
 
-# proc, and a /dev of its own on a tmpfs: no device node of the host is ever
-# reachable from the chroot, so removing the tree cannot remove one.
+# proc, a /dev of its own on a tmpfs (no device node of the host is ever
+# reachable from the chroot, so removing the tree cannot remove one), and /tmp.
 mount_api() {
     local root=$1
     mount -t proc proc "$root/proc"
@@ -148,6 +148,9 @@ mount_api() {
     mknod -m 0666 "$root/dev/random" c 1 8
     mknod -m 0666 "$root/dev/urandom" c 1 9
     mknod -m 0666 "$root/dev/tty" c 5 0
+    # /tmp in memory: the images, their unpacked trees and the dumps (about
+    # 500 MiB) never touch the disk, and nothing of them is left to remove.
+    mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/tmp"
     ln -s /proc/self/fd "$root/dev/fd"
     ln -s /proc/self/fd/0 "$root/dev/stdin"
     ln -s /proc/self/fd/1 "$root/dev/stdout"
@@ -591,7 +594,15 @@ main() {
         $((t1 - t0)) $((t2 - t1)) $(($(now) - t2)) $(($(now) - t0))
     summary
     unmount_under "$RUN"
-    if ((failed == 0 && keep == 0)); then remove_tree "$ROOT"; fi
+    # The overlay's upper layer goes when every check passed (the listings
+    # stay); a failed run keeps it: mount it on the cache to look.
+    if ((failed == 0 && keep == 0)); then
+        remove_tree "$ROOT"
+        remove_tree "$RUN/upper"
+        remove_tree "$RUN/work"
+    elif ((failed)) && [[ -d $RUN/upper ]]; then
+        echo "to look: mount -t overlay overlay -o lowerdir=$BASE,upperdir=$RUN/upper,workdir=$RUN/work $ROOT"
+    fi
     ((failed == 0))
 }
 
