@@ -33,7 +33,8 @@ MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 # Bump when the cached tree must change (its packages, its setup).
 CACHE_KEY="5 $SUITE minbase; installed: initramfs-tools zstd dracut-core; downloaded: makedumpfile"
-CACHE=target/pkgtest/cache
+# VMDUMP_PKGTEST_CACHE: a cache outside the work tree, e.g. one that outlives CI's fresh clones.
+CACHE=${VMDUMP_PKGTEST_CACHE:-target/pkgtest/cache}
 BASE=$CACHE/$SUITE
 RUN=target/pkgtest/run
 ROOT=$RUN/root
@@ -43,6 +44,7 @@ LOGS=target/pkgtest/logs
 KVER=6.1.0-0-vmdumptest
 KDUMP_PATH=/bin:/usr/bin:/sbin:/usr/sbin # kdump-config's PATH
 HOST_VMDUMP=target/release/vmdump
+UPGRADE_VERSION=999+upgradetest # higher than any version build-deb.sh makes
 
 debs_dir='' build_args=() keep=0 refresh=0
 passed=0 failed=0 step_no=0
@@ -63,9 +65,11 @@ parse_args() {
 # ---- reporting -------------------------------------------------------------
 
 now() { date +%s; }
-phase_start=$(now)
+phase_start=''
+# phase TITLE: ends the phase before (with its time) and starts one.
 phase() {
-    printf '   (%ds)\n\n== %s\n' $(($(now) - phase_start)) "$*"
+    [[ -z $phase_start ]] || printf '   (%ds)\n' $(($(now) - phase_start))
+    printf '\n== %s\n' "$*"
     phase_start=$(now)
 }
 ok() { passed=$((passed + 1)); printf 'ok   %s\n' "$1"; }
@@ -382,6 +386,38 @@ test_install() {
     check "diversions kept over the upgrade" diverted
     check "makedumpfile is still vmdump" makedumpfile_answers '^makedumpfile: vmdump '
     check "the original is still at .distrib" same_as_original /usr/bin/makedumpfile.distrib
+    step "the same packages as version $UPGRADE_VERSION (dpkg-deb -R, new Version)" repack_upgrade
+    step "apt-get install: upgrade both to $UPGRADE_VERSION" \
+        apt_local install "/tmp/debs/${VMDUMP_DEB##*/}" "/tmp/debs/${MKD_DEB##*/}"
+    check "both at $UPGRADE_VERSION" both_at "$UPGRADE_VERSION"
+    check "diversions kept over the upgrade" diverted
+    check "makedumpfile is still vmdump" makedumpfile_answers '^makedumpfile: vmdump '
+    check "the original is still at .distrib" same_as_original /usr/bin/makedumpfile.distrib
+    check "dpkg --verify vmdump vmdump-makedumpfile" verified vmdump vmdump-makedumpfile
+}
+
+both_at() {
+    local versions
+    # shellcheck disable=SC2016 # a dpkg-query format
+    versions=$(r dpkg-query -W -f '${Version}\n' vmdump vmdump-makedumpfile)
+    [[ $(sort -u <<<"$versions") == "$1" ]] || { echo "$versions"; return 1; }
+}
+
+# The two packages again with a higher version (the same files), in /tmp/debs;
+# VMDUMP_DEB and MKD_DEB name them from then on.
+repack_upgrade() {
+    local deb old tree
+    for deb in "$VMDUMP_DEB" "$MKD_DEB"; do
+        tree=$ROOT/tmp/repack
+        rm -rf "$tree"
+        dpkg-deb -R "$deb" "$tree"
+        old=$(sed -n 's/^Version: //p' "$tree/DEBIAN/control")
+        sed -i "s/^Version: .*/Version: $UPGRADE_VERSION/; s/(= $old)/(= $UPGRADE_VERSION)/" "$tree/DEBIAN/control"
+        dpkg-deb --root-owner-group -Zgzip --build "$tree" "$ROOT/tmp/debs/$(basename "${deb/_${old}_/_${UPGRADE_VERSION}_}")"
+        rm -rf "$tree"
+    done
+    VMDUMP_DEB=$(ls "$ROOT"/tmp/debs/vmdump_"${UPGRADE_VERSION}"_*.deb)
+    MKD_DEB=$(ls "$ROOT"/tmp/debs/vmdump-makedumpfile_"${UPGRADE_VERSION}"_*.deb)
 }
 
 test_remove() {
@@ -392,6 +428,8 @@ test_remove() {
     check "makedumpfile -v answers as makedumpfile" makedumpfile_answers '^makedumpfile: version '
     check "no .distrib file, no /usr/sbin/makedumpfile" absent /usr/bin/makedumpfile.distrib /usr/sbin/makedumpfile.distrib /usr/sbin/makedumpfile
     check "dpkg --verify makedumpfile" verified makedumpfile
+    step "dpkg --purge vmdump-makedumpfile (its postrm purge after remove)" r dpkg --purge vmdump-makedumpfile
+    check "makedumpfile is still Debian's, byte-identical" same_as_original /usr/bin/makedumpfile
 
     phase "1. packages: vmdump-makedumpfile without Debian's makedumpfile"
     step "apt-get purge makedumpfile" apt_r purge makedumpfile
