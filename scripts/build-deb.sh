@@ -111,8 +111,9 @@ EOF
 EOF
         else
             cat <<EOF
- /usr/sbin/vmdump as built for this package has no LZO code in it (the
- plugin, when installed, is GPL-2.0): the binary is licensed under ${licence}.
+ /usr/sbin/vmdump as built for this package has no LZO code in it (the LZO
+ plugin, not part of this package, is GPL-2.0): the binary is licensed under
+ ${licence}.
 EOF
         fi
         cat <<EOF
@@ -143,7 +144,7 @@ write_changelog() {
     gzip -9n >"$file" <<EOF
 $pkg ($VERSION) unstable; urgency=medium
 
-  * Built by scripts/build-deb.sh from commit $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- 2>/dev/null || echo ' (with uncommitted changes)').
+  * Built by scripts/build-deb.sh from commit $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- 2>/dev/null || printf '\n    (with uncommitted changes)').
 
  -- $MAINTAINER  $(date -R -u -d "@$SOURCE_DATE_EPOCH")
 EOF
@@ -212,6 +213,10 @@ build_vmdump() {
     write_docs "$root" vmdump "$licence"
     install -d -m 0755 "$root/DEBIAN"
     echo /etc/vmdump/vmdump.toml >"$root/DEBIAN/conffiles"
+    # As dh_installinitramfs does for a package with a hook: update-initramfs -u
+    # once dpkg is done, so that an image that takes vmdump (VMDUMP_INITRAMFS=yes)
+    # gets the new one, or loses it on removal.
+    echo "activate-noawait update-initramfs" >"$root/DEBIAN/triggers"
     description="Description: crash-dump tool for Linux, compatible with makedumpfile
  vmdump turns a kdump vmcore (/proc/vmcore in the capture kernel, or any ELF
  vmcore) into a small kdump-compressed file that crash, libkdumpfile, drgn and
