@@ -90,7 +90,10 @@ linked_crates() {
 }
 
 write_copyright() {
-    local file=$1 licence=$2 crate years
+    local file=$1 licence=$2 crate crates years
+    # First, so that a failing cargo tree stops the build (set -e does not see
+    # into a process substitution).
+    crates=$(linked_crates)
     years=$(git log --reverse --format=%ad --date=format:%Y | sed -n '1p;$p' | uniq | paste -sd-)
     {
         cat <<EOF
@@ -133,7 +136,7 @@ EOF
             [[ $crate == vmdump* ]] && continue
             printf '\nFiles: cargo-crates/%s/*\nCopyright: the authors of the crate %s (see its Cargo.toml and licence files)\nLicense: %s\nComment: statically linked\n' \
                 "${crate/ /-}" "${crate/ / }" "$(sed 's/ OR / or /g; s/ AND / and /g' <<<"$licence")"
-        done < <(linked_crates)
+        done <<<"$crates"
         echo
         cat dist/debian/copyright.licences
     } >"$file"
