@@ -30,7 +30,7 @@ parse_args() {
             --no-build) install_args+=(--no-build); shift ;;
             --no-lzo) install_args+=(--no-lzo); shift ;;
             --lintian) lintian=1; shift ;;
-            -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+            -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
             *) echo "build-deb.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         esac
     done

@@ -10,7 +10,9 @@
 #      vmdump-makedumpfile without it, behave; after the purge no file is left;
 #   2. the initramfs-tools hook puts a working vmdump into kdump-tools' initrd
 #      (and only there unless asked): unpacked, the image runs vmdump, which
-#      lists its plugins and dumps a synthetic vmcore that the host verifies;
+#      lists its plugins, dumps a synthetic vmcore with a plugin and the real
+#      vmcore of ../shared/fixtures with kdump-tools' command line, each dump
+#      verified by the host;
 #   3. the dracut module does the same in an initramfs built as kdump-utils'
 #      mkdumprd builds it (kdumpbase, here a stand-in that installs
 #      /sbin/makedumpfile as the real one does), and stays out of others.
@@ -22,10 +24,12 @@
 #                    not an overlay on it) even when every check passed
 #   --refresh-cache  bootstrap the cached Debian tree anew
 # Runs as root. The first run bootstraps Debian 12 (minbase) from
-# deb.debian.org into target/pkgtest/cache (about 400 MB) and downloads the
-# packages the test installs; later runs copy that tree and need no network.
+# deb.debian.org into target/pkgtest/cache (360 MB) and downloads the
+# packages the test installs; later runs put an overlay on that tree and need
+# no network.
 # Ends with "test-packages: N passed, M failed"; exit status 0 when none failed.
 set -euo pipefail
+SELF=$(realpath "$0")
 cd "$(dirname "$0")/.."
 source scripts/lib/tools.sh
 
@@ -56,7 +60,7 @@ parse_args() {
             --no-build) build_args+=(--no-build); shift ;;
             --keep) keep=1; shift ;;
             --refresh-cache) refresh=1; shift ;;
-            -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+            -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
             *) echo "test-packages.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         esac
     done
@@ -119,7 +123,7 @@ require_root() {
 # this script, whatever stops it.
 enter_mount_namespace() {
     if [[ -z ${VMDUMP_PKGTEST_NS-} ]]; then
-        VMDUMP_PKGTEST_NS=1 exec unshare --mount --propagation private -- "$0" "$@"
+        VMDUMP_PKGTEST_NS=1 exec unshare --mount --propagation private -- "$SELF" "$@"
     fi
 }
 
@@ -128,13 +132,30 @@ ensure_host_tools() {
     apt_ensure debootstrap:debootstrap zstd:zstd
 }
 
+# The version of the workspace ([workspace.package] in Cargo.toml), as build-deb.sh reads it.
+workspace_version() {
+    awk '/^\[/ { in_ws = ($0 == "[workspace.package]") }
+         in_ws && /^version *=/ { gsub(/.*= *"|".*/, ""); print; exit }' Cargo.toml
+}
+
+# one_deb DIR PACKAGE: the one .deb of PACKAGE in DIR (of the workspace's
+# version when there are several).
+one_deb() {
+    local debs=("$1/$2"_*.deb)
+    if ((${#debs[@]} > 1)); then
+        debs=("$1/$2_$(workspace_version)"_*.deb)
+    fi
+    [[ ${#debs[@]} == 1 && -f ${debs[0]} ]] || { echo "test-packages.sh: no single $2 .deb in $1: ${debs[*]}" >&2; return 1; }
+    echo "${debs[0]}"
+}
+
 build_debs() {
     if [[ -z $debs_dir ]]; then
         scripts/build-deb.sh "${build_args[@]}" --out target/debian
         debs_dir=target/debian
     fi
-    VMDUMP_DEB=$(ls "$debs_dir"/vmdump_*.deb)
-    MKD_DEB=$(ls "$debs_dir"/vmdump-makedumpfile_*.deb)
+    VMDUMP_DEB=$(one_deb "$debs_dir" vmdump)
+    MKD_DEB=$(one_deb "$debs_dir" vmdump-makedumpfile)
     [[ -x $HOST_VMDUMP ]] || { echo "test-packages.sh: $HOST_VMDUMP is needed to make and verify dumps" >&2; exit 1; }
 }
 
