@@ -77,6 +77,15 @@ if [[ -e $profile ]]; then
     profile=$profile.new
 fi
 install -D -m 0644 config/system.toml "$profile"
-install -D -m 0755 dist/initramfs-tools/hooks/vmdump "$root$PREFIX/share/initramfs-tools/hooks/vmdump"
-install -D -m 0755 dist/dracut/95vmdump/module-setup.sh "$root$PREFIX/lib/dracut/modules.d/95vmdump/module-setup.sh"
+# The hook and the module name the installed paths in three lines of their
+# own: set them to this install's.
+install_naming_paths() {
+    install -d -m 0755 "$(dirname "$2")"
+    sed -e "s|^VMDUMP_BIN=.*|VMDUMP_BIN=$PREFIX/sbin/vmdump|" \
+        -e "s|^VMDUMP_PLUGINDIR=.*|VMDUMP_PLUGINDIR=$PLUGINDIR|" \
+        -e "s|^VMDUMP_SYSCONF=.*|VMDUMP_SYSCONF=$SYSCONFDIR/vmdump/vmdump.toml|" "$1" >"$2"
+    chmod 0755 "$2"
+}
+install_naming_paths dist/initramfs-tools/hooks/vmdump "$root$PREFIX/share/initramfs-tools/hooks/vmdump"
+install_naming_paths dist/dracut/95vmdump/module-setup.sh "$root$PREFIX/lib/dracut/modules.d/95vmdump/module-setup.sh"
 echo "installed vmdump into ${root:-/}: $PREFIX/sbin/vmdump, plugins in $PLUGINDIR, profile $SYSCONFDIR/vmdump/vmdump.toml"
