@@ -18,12 +18,17 @@
 # plugins and for the system profile), so they are set at build time;
 # DESTDIR is only where the files are staged (packages).
 # --no-lzo builds without the GPL-2.0 LZO code: the binary is then
-# MIT OR Apache-2.0 and -l needs the LZO plugin (README, Licences).
+# MIT OR Apache-2.0, and the LZO plugin file (GPL-2.0) is installed beside
+# it so that -l still works (README, Licences).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DESTDIR=${DESTDIR:-} PREFIX=${PREFIX:-/usr} SYSCONFDIR=${SYSCONFDIR:-/etc} PLUGINDIR=${PLUGINDIR:-}
 build=1 features=()
+# The plugin files installed, as "cargo package:file": those the binary has
+# not built in.
+plugins=(vmdump-compress-c-zlib:libvmdump_c_zlib.so vmdump-filter-pfn-ranges:libvmdump_filter_pfn_ranges.so
+    vmdump-filter-pattern:libvmdump_filter_pattern.so)
 while (($#)); do
     case $1 in
         --destdir) DESTDIR=$2; shift 2 ;;
@@ -31,7 +36,7 @@ while (($#)); do
         --sysconfdir) SYSCONFDIR=$2; shift 2 ;;
         --plugindir) PLUGINDIR=$2; shift 2 ;;
         --no-build) build=0; shift ;;
-        --no-lzo) features=(--no-default-features); shift ;;
+        --no-lzo) features=(--no-default-features) plugins+=(vmdump-compress-lzo-so:libvmdump_compress_lzo.so); shift ;;
         -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -52,7 +57,9 @@ compiled_in VMDUMP_SYSCONFDIR "$SYSCONFDIR" /etc
 release=${CARGO_TARGET_DIR:-target}/release
 if ((build)); then
     cargo build --release --locked -p vmdump "${features[@]}"
-    cargo build --release --locked -p vmdump-compress-c-zlib -p vmdump-filter-pfn-ranges -p vmdump-filter-pattern
+    packages=()
+    for plugin in "${plugins[@]}"; do packages+=(-p "${plugin%%:*}"); done
+    cargo build --release --locked "${packages[@]}"
 fi
 # The directories the binary was built for (`vmdump plugins` names them).
 built=$(VMDUMP_PLUGIN_PATH= "$release/vmdump" plugins)
@@ -66,8 +73,8 @@ fi
 root=$DESTDIR
 install -D -m 0755 "$release/vmdump" "$root$PREFIX/sbin/vmdump"
 install -d -m 0755 "$root$PLUGINDIR"
-for so in libvmdump_c_zlib.so libvmdump_filter_pfn_ranges.so libvmdump_filter_pattern.so; do
-    install -m 0644 "$release/$so" "$root$PLUGINDIR/$so"
+for plugin in "${plugins[@]}"; do
+    install -m 0644 "$release/${plugin#*:}" "$root$PLUGINDIR/${plugin#*:}"
 done
 install -D -m 0644 sdk/include/vmdump_plugin.h "$root$PREFIX/include/vmdump/vmdump_plugin.h"
 install -D -m 0644 man/vmdump.1 "$root$PREFIX/share/man/man1/vmdump.1"
