@@ -307,3 +307,35 @@ fn the_header_carries_the_kernels_own_utsname() {
     assert!(listing.attrs().contains("\"linux.uts.nodename\": \"synth\""), "{}", listing.raw);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_profile_comes_from_the_command_line_then_vmdump_profile_then_the_built_in_one() {
+    let dir = temp_dir("dump-profile-source");
+    let (vmcore, _) = synthetic(&dir, SynthSpec { ram_bytes: 16 << 20, ..SynthSpec::default() });
+    let fast = support::workspace_root().join("config/fast.toml"); // lzo
+    let small = support::workspace_root().join("config/zlib.toml"); // zlib
+    let dump = |name: &str, profile: Option<&Path>, env: Option<&Path>| {
+        let out = dir.join(name);
+        let mut command = Command::new(env!("CARGO_BIN_EXE_vmdump"));
+        command.args(["dump", "--no-progress"]);
+        if let Some(profile) = profile {
+            command.arg("--profile").arg(profile);
+        }
+        command.arg(&vmcore).arg(&out).env_remove("VMDUMP_PLUGIN_PATH");
+        match env {
+            Some(path) => command.env("VMDUMP_PROFILE", path),
+            None => command.env_remove("VMDUMP_PROFILE"),
+        };
+        let result = command.output().unwrap();
+        assert!(result.status.success(), "{name}: {}", String::from_utf8_lossy(&result.stderr));
+        dump_counts(&out).status
+    };
+    assert_eq!(dump("env", None, Some(&fast)), 0x2, "VMDUMP_PROFILE when --profile is not given");
+    assert_eq!(dump("cli", Some(&small), Some(&fast)), 0x1, "--profile before VMDUMP_PROFILE");
+    assert_eq!(
+        dump("builtin", Some(Path::new("builtin")), Some(&fast)),
+        0x20,
+        "builtin: the compiled-in zstd"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
