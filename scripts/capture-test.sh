@@ -175,6 +175,7 @@ stamp() {
 # serial log's tail unless the capture kernel said DONE in time.
 boot_guest() {
     local log=$work/serial.log rc=0
+    # shellcheck disable=SC2054 # q35,accel=tcg is one argument
     local qemu=(qemu-system-x86_64 -machine q35,accel=tcg -cpu "$cpu" -smp 2 -m 512M
         -nodefaults -display none -no-reboot -serial "file:$log"
         -kernel "$kroot/boot/vmlinuz-$kver" -initrd "$work/initrd.gz"

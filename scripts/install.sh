@@ -62,7 +62,7 @@ if ((build)); then
     cargo build --release --locked "${packages[@]}"
 fi
 # The directories the binary was built for (`vmdump plugins` names them).
-built=$(VMDUMP_PLUGIN_PATH= "$release/vmdump" plugins)
+built=$(env -u VMDUMP_PLUGIN_PATH "$release/vmdump" plugins)
 if ! grep -q "^search path: .*$PLUGINDIR\$" <<<"$built" || ! grep -q "^system profile: $SYSCONFDIR/vmdump/vmdump.toml" <<<"$built"; then
     echo "install.sh: $release/vmdump was built for other directories:" >&2
     grep -E '^(search path|system profile):' <<<"$built" >&2

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Chroots for the project's tests (scripts/test-packages.sh): the kernel's
 # file systems mounted in them, commands run in them with a clean
 # environment, trees removed without crossing into a mount.

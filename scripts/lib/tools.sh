@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Outside tools the tests and benchmarks use, installed with apt-get where
 # missing (CI runs as root). Sourced by scripts/*.sh.
 
