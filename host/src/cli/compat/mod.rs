@@ -116,35 +116,8 @@ impl Given {
         }
         Ok(())
     }
-}
 
-/// makedumpfile accepts "-d 31" and a list of levels to retry ("-d 31,11")
-/// when the dump does not fit.
-fn parse_levels(text: &str) -> anyhow::Result<Vec<u8>> {
-    text.split(',')
-        .map(|level| {
-            let level: u8 = level.trim().parse().with_context(|| format!("-d {text}: not a dump level"))?;
-            ensure!(level <= 31, "-d {text}: dump level {level} is out of range 0-31");
-            Ok(level)
-        })
-        .collect()
-}
-
-/// Parses makedumpfile's arguments (without the program name), with the
-/// compressor choices of `profile` for `-c -l -p -z`, and checks them as
-/// makedumpfile does before it opens any file.
-///
-/// # Errors
-/// An unknown or refused option, with the reason, or a combination or
-/// number of files makedumpfile refuses too.
-pub fn parse_with(args: &[String], profile: Option<(&Path, &Profile)>) -> anyhow::Result<Request> {
-    let given = Given::read(args)?;
-    let check = given.check;
-    let request = given.request(profile)?;
-    Ok(if check { Request::Check(Box::new(request)) } else { request })
-}
-
-impl Given {
+    /// What the options ask for, checked as makedumpfile checks them.
     fn request(self, profile: Option<(&Path, &Profile)>) -> anyhow::Result<Request> {
         for (name, why) in &self.no_effect {
             eprintln!("vmdump: {name} has no effect: {why}");
@@ -173,6 +146,32 @@ impl Given {
         }
         dump_request(self, profile)
     }
+}
+
+/// makedumpfile accepts "-d 31" and a list of levels to retry ("-d 31,11")
+/// when the dump does not fit.
+fn parse_levels(text: &str) -> anyhow::Result<Vec<u8>> {
+    text.split(',')
+        .map(|level| {
+            let level: u8 = level.trim().parse().with_context(|| format!("-d {text}: not a dump level"))?;
+            ensure!(level <= 31, "-d {text}: dump level {level} is out of range 0-31");
+            Ok(level)
+        })
+        .collect()
+}
+
+/// Parses makedumpfile's arguments (without the program name), with the
+/// compressor choices of `profile` for `-c -l -p -z`, and checks them as
+/// makedumpfile does before it opens any file.
+///
+/// # Errors
+/// An unknown or refused option, with the reason, or a combination or
+/// number of files makedumpfile refuses too.
+pub fn parse_with(args: &[String], profile: Option<(&Path, &Profile)>) -> anyhow::Result<Request> {
+    let given = Given::read(args)?;
+    let check = given.check;
+    let request = given.request(profile)?;
+    Ok(if check { Request::Check(Box::new(request)) } else { request })
 }
 
 /// `-R DUMPFILE`: one file, none of the dump's options (as makedumpfile).
@@ -313,6 +312,7 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
 
 /// The dump at each level of `-d` in turn, as long as it does not fit
 /// (`-L`, a full disk): a plain file is written again at the next level.
+/// Through `convert`, so that a dump file given as VMCORE is refiltered.
 fn dump_at_levels(mut dump: DumpArgs, levels: &[u8], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
     let convert = |dump: &DumpArgs| {
         super::convert::run(
