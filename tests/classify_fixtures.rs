@@ -38,6 +38,7 @@ fn classify(vmcore: &Vmcore, level: u8, window: u64) -> (ClassCounts, Vec<u64>) 
     let memory = KernelMemory::open(vmcore, info, &vmcore.elf().loads).expect("kernel memory");
     let sections = SectionTable::read(&memory, info, vmcore.phys().max_pfn()).expect("sections");
     let end = vmcore.phys().max_pfn().min(sections.present_pfn_end());
+    let level = vmdump::level::DumpLevel::new(level).expect("a dump level");
     let mut classifier = PageClassifier::new(&memory, info, &sections, level).expect("classifier");
     let mut counts = ClassCounts::default();
     let mut all = vec![0u64; end.div_ceil(64) as usize];

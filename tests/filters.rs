@@ -46,7 +46,8 @@ fn filtered_dump(vmcore: &Path, out: &Path, threads: usize) -> vmdump::dump::Dum
     let input = vmdump::input::Vmcore::open(vmcore).unwrap();
     let file = std::fs::File::create(out).unwrap();
     let mut sink = vmdump::output::sink::FileSink::new(file, None);
-    let config = vmdump::dump::DumpConfig { dump_level: 17, threads, ..Default::default() };
+    let dump_level = vmdump::level::DumpLevel::new(17).unwrap();
+    let config = vmdump::dump::DumpConfig { dump_level, threads, ..Default::default() };
     let plugins = vmdump::filters::FilterSet::default();
     vmdump::dump::dump(&input, None, (Some(&EveryFifth), &plugins, None), &config, &mut sink).unwrap()
 }

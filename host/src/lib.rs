@@ -14,6 +14,7 @@ pub mod entropy;
 pub mod filters;
 pub mod health;
 pub mod input;
+pub mod level;
 pub mod output;
 pub mod plugin;
 pub mod pool;

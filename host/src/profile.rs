@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::level::DumpLevel;
+
 /// The whole profile. Unknown keys are refused, so a typo is an error.
 /// A key a profile leaves out takes the value of `config/default.toml`
 /// only for `[dump]` and `[input]`; a profile that names a plugin gives it
@@ -110,7 +112,8 @@ impl Default for Profile {
 #[serde(deny_unknown_fields, default)]
 pub struct DumpSection {
     /// Dump level bits (`-d`), 0..=31.
-    pub level: u8,
+    #[serde(deserialize_with = "profile_level")]
+    pub level: DumpLevel,
     /// Worker threads; 0 = the cores available.
     pub threads: usize,
     /// Output format.
@@ -119,8 +122,17 @@ pub struct DumpSection {
 
 impl Default for DumpSection {
     fn default() -> Self {
-        Self { level: 1, threads: 0, format: OutputFormat::Kdump }
+        Self { level: DumpLevel::ZERO, threads: 0, format: OutputFormat::Kdump }
     }
+}
+
+/// `dump.level`, named in the message when it is out of range.
+fn profile_level<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DumpLevel, D::Error> {
+    let bits = i64::deserialize(d)?;
+    u8::try_from(bits)
+        .ok()
+        .and_then(|b| DumpLevel::new(b).ok())
+        .ok_or_else(|| serde::de::Error::custom(format!("dump.level = {bits} is out of range 0..=31")))
 }
 
 /// The output container.
@@ -303,9 +315,6 @@ impl Profile {
     /// # Errors
     /// A message naming the key.
     pub fn validate(&self) -> Result<(), String> {
-        if self.dump.level > 31 {
-            return Err(format!("dump.level = {} is out of range 0..=31", self.dump.level));
-        }
         if !(1..=1024).contains(&self.input.window_mib) {
             return Err(format!("input.window_mib = {} is out of range 1..=1024", self.input.window_mib));
         }
@@ -358,7 +367,7 @@ mod tests {
     fn every_shipped_profile_parses() {
         for name in ["default", "fast", "small"] {
             let profile = Profile::load(&config_dir().join(format!("{name}.toml"))).unwrap();
-            assert!(profile.dump.level & 1 == 1, "{name}");
+            assert!(profile.dump.level.excludes_zero_pages(), "{name}");
         }
         let default = Profile::load(&config_dir().join("default.toml")).unwrap();
         assert_eq!(default, Profile::default(), "config/default.toml and Profile::default() agree");
@@ -390,7 +399,7 @@ mod tests {
         assert_eq!(choose(None, None, &absent), ProfileSource::BuiltIn);
         assert_eq!(choose(Some(Path::new("builtin")), Some(env), &system), ProfileSource::BuiltIn);
         assert_eq!(choose(None, Some("builtin".as_ref()), &system), ProfileSource::BuiltIn);
-        assert_eq!(ProfileSource::System(system.clone()).load().unwrap().dump.level, 31);
+        assert_eq!(ProfileSource::System(system.clone()).load().unwrap().dump.level, DumpLevel::ALL);
         assert_eq!(ProfileSource::BuiltIn.load().unwrap(), Profile::default());
         std::fs::remove_dir_all(&dir).unwrap();
     }

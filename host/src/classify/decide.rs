@@ -2,8 +2,9 @@
 //! (plus the next one, for a compound head) and the first-match decision
 //! list. Pure functions, unit-tested rule by rule.
 
+use super::PageClass;
 use super::rules::{CompoundRule, PageLayout, Rules, TailField};
-use super::{DL_CACHE, DL_CACHE_PRIVATE, DL_FREE, DL_USER, PageClass};
+use crate::level::DumpLevel;
 
 /// The fields of one `struct page` the decision looks at.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -139,18 +140,18 @@ impl Rules {
 
 /// The decision list of §5.3 for dump level `level`, first match wins.
 /// HWPoison and offline pages are excluded at any level.
-pub fn decide(p: &PageInfo, r: &Rules, level: u8) -> Decision {
+pub fn decide(p: &PageInfo, r: &Rules, level: DumpLevel) -> Decision {
     if p.compound_head & 1 != 0 {
         return Decision::Tail;
     }
     let exclude = |class, pages| Decision::Exclude { class, pages };
-    if level & DL_FREE != 0 && r.is_buddy(p) {
+    if level.contains(DumpLevel::FREE) && r.is_buddy(p) {
         if p.private >= 64 || r.free_orders.is_some_and(|n| p.private >= n) {
             return Decision::InvalidFreeOrder;
         }
         return exclude(PageClass::Free, 1 << p.private);
     }
-    if level & DL_FREE != 0
+    if level.contains(DumpLevel::FREE)
         && r.unaccepted_type == Some(p.mapcount)
         && let Some(orders @ 1..=64) = r.free_orders
     {
@@ -160,13 +161,13 @@ pub fn decide(p: &PageInfo, r: &Rules, level: u8) -> Decision {
     let cache = r.is_cache(p.flags);
     let anon = r.is_anon(p);
     let private = flag(p.flags, r.pg_private);
-    if level & DL_CACHE != 0 && cache && !private && !anon {
+    if level.contains(DumpLevel::CACHE) && cache && !private && !anon {
         return exclude(PageClass::Cache, folio);
     }
-    if level & DL_CACHE_PRIVATE != 0 && cache && !anon {
+    if level.contains(DumpLevel::CACHE_PRIVATE) && cache && !anon {
         return exclude(if private { PageClass::CachePrivate } else { PageClass::Cache }, folio);
     }
-    if level & DL_USER != 0 && (anon || p.hugetlb) {
+    if level.contains(DumpLevel::USER) && (anon || p.hugetlb) {
         return exclude(PageClass::User, folio);
     }
     if flag(p.flags, r.pg_hwpoison) {

@@ -38,14 +38,7 @@ use crate::xlat::{KernelMemory, PhysRead, SectionTable, XlatError};
 pub use decide::{Decision, PageInfo, decide, decode};
 pub use rules::{CompoundRule, PageLayout, Rules, TailField};
 
-/// `-d` bit 2: page cache without PG_private.
-pub const DL_CACHE: u8 = 2;
-/// `-d` bit 4: all page cache.
-pub const DL_CACHE_PRIVATE: u8 = 4;
-/// `-d` bit 8: user data (anonymous and hugetlbfs pages).
-pub const DL_USER: u8 = 8;
-/// `-d` bit 16: free pages.
-pub const DL_FREE: u8 = 16;
+use crate::level::DumpLevel;
 
 /// Report category of an excluded page (§7.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -114,11 +107,6 @@ impl AddAssign for ClassCounts {
     }
 }
 
-fn bit_list(bits: u8) -> String {
-    let names: Vec<String> = [2u8, 4, 8, 16].iter().filter(|&&b| bits & b != 0).map(u8::to_string).collect();
-    names.join(", ")
-}
-
 /// Why pages cannot be classified.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -127,13 +115,13 @@ pub enum ClassifyError {
     #[error(
         "dump level {level}: VMCOREINFO lacks {}, so bits {} cannot be honoured",
         keys.join(", "),
-        bit_list(*unusable_bits)
+        unusable_bits.list()
     )]
     MissingKeys {
         /// The requested dump level.
-        level: u8,
+        level: DumpLevel,
         /// The requested bits of {2, 4, 8, 16} the missing keys block.
-        unusable_bits: u8,
+        unusable_bits: DumpLevel,
         /// The missing keys.
         keys: Vec<&'static str>,
     },
@@ -147,9 +135,6 @@ pub enum ClassifyError {
         /// What is wrong with it.
         reason: &'static str,
     },
-    /// The dump level is not in 0..=31.
-    #[error("dump level {0} is outside 0..=31")]
-    BadLevel(u8),
     /// Struct pages could not be read.
     #[error("reading the struct pages of pfns {:#x}..{:#x} at {vaddr:#x}: {cause}", pfns.start, pfns.end)]
     Xlat {
@@ -195,7 +180,7 @@ pub struct PageClassifier<'m, R: PhysRead> {
     memory: &'m KernelMemory<'m, R>,
     sections: SectionTable,
     rules: Rules,
-    level: u8,
+    level: DumpLevel,
     pending: Option<Pending>,
     previous_end: u64,
     invalid_free_orders: u64,
@@ -209,23 +194,20 @@ impl<'m, R: PhysRead> PageClassifier<'m, R> {
     /// # Errors
     ///
     /// [`ClassifyError::MissingKeys`] naming the keys and the bits they
-    /// block, [`ClassifyError::BadKey`], [`ClassifyError::BadLevel`].
+    /// block, [`ClassifyError::BadKey`].
     pub fn new(
         memory: &'m KernelMemory<'m, R>,
         info: &VmcoreInfo,
         sections: &SectionTable,
-        dump_level: u8,
+        dump_level: DumpLevel,
     ) -> Result<Self, ClassifyError> {
-        if dump_level > 31 {
-            return Err(ClassifyError::BadLevel(dump_level));
-        }
-        let wanted = dump_level & (DL_CACHE | DL_CACHE_PRIVATE | DL_USER | DL_FREE);
+        let wanted = dump_level.classified();
         let Some(rules) = Rules::from_vmcoreinfo(info)? else {
             let keys = rules::BASE_KEYS.into_iter().filter(|k| info.get(k).is_none()).collect();
             return Err(ClassifyError::MissingKeys { level: dump_level, unusable_bits: wanted, keys });
         };
         let (blocked, keys) = rules.missing(dump_level);
-        if blocked != 0 {
+        if !blocked.is_empty() {
             return Err(ClassifyError::MissingKeys { level: dump_level, unusable_bits: blocked, keys });
         }
         Ok(PageClassifier {
@@ -241,12 +223,12 @@ impl<'m, R: PhysRead> PageClassifier<'m, R> {
     }
 
     /// The bits of {2, 4, 8, 16} a classifier can honour with this
-    /// VMCOREINFO (0 if it lacks `SIZE(page)` or `OFFSET(page.flags)`, or a
+    /// VMCOREINFO (none if it lacks `SIZE(page)` or `OFFSET(page.flags)`, or a
     /// value is unusable).
-    pub fn supported_bits(info: &VmcoreInfo) -> u8 {
+    pub fn supported_bits(info: &VmcoreInfo) -> DumpLevel {
         match Rules::from_vmcoreinfo(info) {
             Ok(Some(rules)) => rules.supported_bits(),
-            _ => 0,
+            _ => DumpLevel::NONE,
         }
     }
 

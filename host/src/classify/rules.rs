@@ -4,7 +4,8 @@
 
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
-use super::{ClassifyError, DL_CACHE, DL_CACHE_PRIVATE, DL_FREE, DL_USER};
+use super::ClassifyError;
+use crate::level::DumpLevel;
 
 /// Where the fields of a `struct page` are (`SIZE(page)`, `OFFSET(page.*)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +103,6 @@ pub struct Rules {
 }
 
 /// Bits a classifier can act on.
-const CLASS_BITS: u8 = DL_CACHE | DL_CACHE_PRIVATE | DL_USER | DL_FREE;
 
 fn bad(key: &'static str, value: impl Into<i128>, reason: &'static str) -> ClassifyError {
     ClassifyError::BadKey { key, value: value.into(), reason }
@@ -269,19 +269,19 @@ impl Rules {
     }
 
     /// The keys missing for each requested bit, and the bits they block.
-    pub fn missing(&self, level: u8) -> (u8, Vec<&'static str>) {
-        let mut blocked = 0u8;
+    pub fn missing(&self, level: DumpLevel) -> (DumpLevel, Vec<&'static str>) {
+        let mut blocked = DumpLevel::NONE;
         let mut keys: Vec<&'static str> = Vec::new();
-        let mut need = |bits: u8, ok: bool, key: &'static str| {
-            if level & bits != 0 && !ok {
-                blocked |= level & bits;
+        let mut need = |bits: DumpLevel, ok: bool, key: &'static str| {
+            if !(level & bits).is_empty() && !ok {
+                blocked = blocked | (level & bits);
                 if !keys.contains(&key) {
                     keys.push(key);
                 }
             }
         };
         let l = &self.layout;
-        let folio = DL_CACHE | DL_CACHE_PRIVATE | DL_USER;
+        let folio = DumpLevel::CACHE | DumpLevel::CACHE_PRIVATE | DumpLevel::USER;
         need(folio, l.mapping.is_some(), "OFFSET(page.mapping)");
         need(folio, l.compound_head.is_some(), "OFFSET(page.compound_head)");
         need(folio, self.head_mask.is_some(), "NUMBER(PG_head_mask)");
@@ -291,23 +291,24 @@ impl Rules {
             "OFFSET(page.compound_order) (or OFFSET(folio._folio_order), NUMBER(PG_hugetlb), \
              NUMBER(PAGE_HUGETLB_MAPCOUNT_VALUE))",
         );
-        need(DL_CACHE | DL_CACHE_PRIVATE, self.pg_lru.is_some(), "NUMBER(PG_lru)");
-        need(DL_CACHE | DL_CACHE_PRIVATE, self.pg_private.is_some(), "NUMBER(PG_private)");
+        let cache = DumpLevel::CACHE | DumpLevel::CACHE_PRIVATE;
+        need(cache, self.pg_lru.is_some(), "NUMBER(PG_lru)");
+        need(cache, self.pg_private.is_some(), "NUMBER(PG_private)");
         let hugetlb_known = !matches!(self.compound, CompoundRule::Fields { dtor: None, .. });
-        need(DL_USER, hugetlb_known, "NUMBER(HUGETLB_PAGE_DTOR) and OFFSET(page.compound_dtor)");
-        need(DL_FREE, l.private.is_some(), "OFFSET(page.private)");
+        need(DumpLevel::USER, hugetlb_known, "NUMBER(HUGETLB_PAGE_DTOR) and OFFSET(page.compound_dtor)");
+        need(DumpLevel::FREE, l.private.is_some(), "OFFSET(page.private)");
         need(
-            DL_FREE,
+            DumpLevel::FREE,
             self.pg_buddy.is_some() || self.buddy_type.is_some(),
             "NUMBER(PAGE_BUDDY_MAPCOUNT_VALUE)",
         );
-        need(DL_FREE, self.pg_buddy.is_some() || l.mapcount.is_some(), "OFFSET(page._mapcount)");
+        need(DumpLevel::FREE, self.pg_buddy.is_some() || l.mapcount.is_some(), "OFFSET(page._mapcount)");
         (blocked, keys)
     }
 
     /// The bits of {2, 4, 8, 16} these rules can honour.
-    pub fn supported_bits(&self) -> u8 {
-        CLASS_BITS & !self.missing(CLASS_BITS).0
+    pub fn supported_bits(&self) -> DumpLevel {
+        DumpLevel::CLASSIFIED.without(self.missing(DumpLevel::CLASSIFIED).0)
     }
 }
 

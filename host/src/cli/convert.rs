@@ -17,6 +17,7 @@ use clap::Args;
 
 use super::Outcome;
 use super::dump::DumpArgs;
+use crate::level::DumpLevel;
 use crate::plugin::{Registry, SearchPath};
 use crate::read::image::write_image;
 use crate::read::{Modules, open_dump_set, temporary_file};
@@ -49,7 +50,7 @@ pub fn run(args: &ConvertArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcom
     let image = temporary_file(&args.dump.input, "convert")?;
     let (stats, exclusions) = write_image(&reader, &mut modules.decoder(), &image)
         .with_context(|| format!("{}: decompressing the dump", args.dump.input.display()))?;
-    let source_level = u8::try_from(reader.dump_level() & 0x1f).unwrap_or(0);
+    let source_level = DumpLevel::recorded(reader.dump_level());
     let asked = args.dump.profile()?.dump.level;
     let level = asked | source_level;
     if level != asked {

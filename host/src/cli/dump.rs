@@ -16,11 +16,11 @@ use super::Outcome;
 use crate::classify::PageClassifier;
 use crate::codec::Codec;
 use crate::dump::{
-    BothFilters, DL_EXCLUDE_ZERO, DumpConfig, DumpReport, KernelView, MetadataFilter, StructPageFilter, dump,
-    dump_elf,
+    BothFilters, DumpConfig, DumpReport, KernelView, MetadataFilter, StructPageFilter, dump, dump_elf,
 };
 use crate::filters::FilterSet;
 use crate::input::{ReadMode, Vmcore};
+use crate::level::DumpLevel;
 use crate::output::sink::{FileSink, FlattenedSink, Sink};
 use crate::plugin::{LoadError, Registry, SearchPath};
 use crate::profile::{OutputFormat, Profile, ProfileSource};
@@ -33,9 +33,9 @@ pub struct DumpArgs {
     /// /etc/vmdump/vmdump.toml if it exists, else the built-in one ("builtin").
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
-    /// Dump level: 0 keeps every page, 1 drops zero pages.
-    #[arg(short = 'd', long = "dump-level", value_name = "LEVEL")]
-    pub dump_level: Option<u8>,
+    #[doc = "Dump level 0-31, a sum of bits (see --help)."]
+    #[arg(short = 'd', long = "dump-level", value_name = "LEVEL", long_help = crate::level::HELP)]
+    pub dump_level: Option<DumpLevel>,
     /// Compressor plugin, with an optional level ("zstd:3", "lzo", "none").
     #[arg(long, value_name = "NAME[:LEVEL]")]
     pub compress: Option<String>,
@@ -212,15 +212,15 @@ fn config(profile: &Profile) -> DumpConfig {
     }
 }
 
-/// The struct page filter the dump level needs, and the level to dump at.
-/// Without the VMCOREINFO keys some bits need, stops before anything is
-/// written, unless `allow_lower`: then the bits that can be honoured.
+/// The level to dump at and the struct page filter it needs: the asked
+/// level, or, when VMCOREINFO lacks keys some of its bits need and
+/// `allow_lower`, the bits that can be honoured (else nothing is written).
 fn page_filter(
     vmcore: &Vmcore,
-    level: u8,
+    level: DumpLevel,
     allow_lower: bool,
-) -> anyhow::Result<(Option<StructPageFilter<'_>>, u8)> {
-    if level & !DL_EXCLUDE_ZERO == 0 {
+) -> anyhow::Result<(Option<StructPageFilter<'_>>, DumpLevel)> {
+    if level.classified().is_empty() {
         return Ok((None, level));
     }
     let error = match StructPageFilter::new(vmcore, level) {
@@ -230,10 +230,10 @@ fn page_filter(
     if !allow_lower {
         bail!("{error}; nothing was written (--allow-lower-level dumps with the bits that can be honoured)");
     }
-    let supported = vmcore.vmcoreinfo().map_or(0, PageClassifier::<Vmcore>::supported_bits);
-    let lower = level & (supported | DL_EXCLUDE_ZERO);
+    let supported = vmcore.vmcoreinfo().map_or(DumpLevel::NONE, PageClassifier::<Vmcore>::supported_bits);
+    let lower = level & (supported | DumpLevel::ZERO);
     eprintln!("vmdump: warning: {error}; dumping at level {lower} instead of {level} (--allow-lower-level)");
-    if lower & !DL_EXCLUDE_ZERO == 0 {
+    if lower.classified().is_empty() {
         return Ok((None, lower));
     }
     Ok((Some(StructPageFilter::new(vmcore, lower)?), lower))
@@ -376,7 +376,6 @@ pub fn run_with(
         );
     }
     let (filter, level) = page_filter(&vmcore, profile.dump.level, args.allow_lower_level)?;
-    crate::dump::check_level(level, filter.is_some())?;
     let (codec, plugins) = open_plugins(&profile, plugin_dirs, &vmcore)?;
     let mut config = config(&profile);
     (config.progress, config.dump_level) = (progress_style(args), level);

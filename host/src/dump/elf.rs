@@ -19,9 +19,7 @@ use vmdump_format::phys::PhysMap;
 
 use super::pipeline::{cut_short, run_pages};
 use super::writer::for_each_bitmap_window;
-use super::{
-    DL_EXCLUDE_ZERO, DumpConfig, DumpError, DumpReport, Filters, PageRecord, Slot, check_level, reader_ranges,
-};
+use super::{DumpConfig, DumpError, DumpReport, Filters, PageRecord, Slot, check_level, reader_ranges};
 use crate::classify::ClassCounts;
 use crate::input::Vmcore;
 use crate::output::sink::Sink;
@@ -138,7 +136,7 @@ fn count_segments(
 ) -> Result<(u64, u64), DumpError> {
     let mut segments = Segments::new(vmcore.phys(), vmcore.page_size());
     let mut pages = 0;
-    let reads_pages = config.dump_level & DL_EXCLUDE_ZERO != 0 || !filters.1.content.is_empty();
+    let reads_pages = config.dump_level.excludes_zero_pages() || !filters.1.content.is_empty();
     if reads_pages {
         let config = DumpConfig { progress: crate::progress::ProgressStyle::Off, ..config.clone() };
         let (_, ran) = run_pages(vmcore, None, filters, &config, |slot| {

@@ -32,17 +32,15 @@ use crate::classify::ClassCounts;
 use crate::codec::{Codec, EncodeStats};
 use crate::filters::{FilterSet, PluginRanges, add_counts};
 use crate::input::{ReadError, ReadMode, Vmcore};
+use crate::level::DumpLevel;
 use crate::output::sink::{Sink, SinkError};
 use crate::progress::{Progress, ProgressStyle};
-
-/// Dump level bit 1: exclude zero pages.
-pub const DL_EXCLUDE_ZERO: u8 = 1;
 
 /// How to dump.
 #[derive(Debug, Clone)]
 pub struct DumpConfig {
     /// Dump level (`-d`).
-    pub dump_level: u8,
+    pub dump_level: DumpLevel,
     /// Compression workers (at least 1).
     pub threads: usize,
     /// mmap windows or pread.
@@ -63,7 +61,7 @@ pub struct DumpConfig {
 impl Default for DumpConfig {
     fn default() -> Self {
         Self {
-            dump_level: DL_EXCLUDE_ZERO,
+            dump_level: DumpLevel::ZERO,
             threads: 1,
             read_mode: ReadMode::Mmap { window_bytes: 4 << 20 },
             batch_pages: 256,
@@ -116,19 +114,16 @@ impl From<FormatError> for DumpError {
     }
 }
 
-/// Refuses, before anything is written, what this version cannot dump:
-/// dump level bits above 1 without a metadata filter to honour them.
+/// Refuses, before anything is written, a level whose classified bits no
+/// metadata filter honours (a caller's mistake: the plan makes the filter).
 ///
 /// # Errors
-/// [`DumpError::Unsupported`] naming the dump level bits.
-pub fn check_level(level: u8, have_filter: bool) -> Result<(), DumpError> {
-    if level > 31 {
-        return Err(DumpError::Unsupported(format!("dump level {level} is out of range 0..=31")));
-    }
-    if level & !DL_EXCLUDE_ZERO != 0 && !have_filter {
-        return Err(DumpError::Unsupported(format!(
-            "dump level {level} asks to exclude page cache, user or free pages (bits 2, 4, 8, 16): \
-             page classification is not implemented yet; use -d 0 or -d 1"
+/// [`DumpError::Internal`] naming the bits.
+fn check_level(level: DumpLevel, have_filter: bool) -> Result<(), DumpError> {
+    if !level.classified().is_empty() && !have_filter {
+        let bits = level.classified().list();
+        return Err(DumpError::Internal(format!(
+            "dump level {level}: no struct page filter for bits {bits}"
         )));
     }
     Ok(())
@@ -154,7 +149,7 @@ fn preamble_header(
 /// piece's pfns in a split piece.
 fn sub_header(vmcore: &Vmcore, layout: &Layout, config: &DumpConfig) -> vmdump_format::kdump::SubHeader {
     let phys_base = vmcore.vmcoreinfo().and_then(|i| i.phys_base()).unwrap_or(0);
-    let mut sub = layout.sub_header(phys_base, i32::from(config.dump_level));
+    let mut sub = layout.sub_header(phys_base, i32::from(config.dump_level.bits()));
     if let Some(piece) = &config.piece {
         sub.split = 1;
         (sub.start_pfn, sub.end_pfn) = (piece.start, piece.end);
@@ -272,7 +267,7 @@ pub fn dump(
     check_piece(config.piece.as_ref(), plugins)?;
     let pass = first_pass(vmcore, filter, sink, config.piece.as_ref())?;
     let (layout, excluded, classify_seconds) = (pass.layout, pass.excluded, pass.seconds);
-    let exclude_zero = config.dump_level & DL_EXCLUDE_ZERO != 0;
+    let exclude_zero = config.dump_level.excludes_zero_pages();
     let preamble = Preamble {
         header: preamble_header(vmcore, &layout, codec),
         sub_header: sub_header(vmcore, &layout, config),

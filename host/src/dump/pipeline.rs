@@ -3,7 +3,7 @@
 //! content filters and encode, and the caller's `drain` gets every slot in
 //! pfn order. Both output formats (kdump, ELF) are written this way.
 
-use super::{DL_EXCLUDE_ZERO, DumpConfig, DumpError, Filters, Slot, Worker, reader_ranges, worker_totals};
+use super::{DumpConfig, DumpError, Filters, Slot, Worker, reader_ranges, worker_totals};
 use crate::codec::{Codec, EncodeStats, PageEncoder};
 use crate::filters::FilterStage;
 use crate::input::{BatchReader, Vmcore};
@@ -37,7 +37,7 @@ pub fn run_pages(
     drain: impl FnMut(&mut Slot) -> Result<(), DumpError>,
 ) -> Result<(PassCounts, Result<(), DumpError>), DumpError> {
     let (filter, plugins, _) = filters;
-    let exclude_zero = config.dump_level & DL_EXCLUDE_ZERO != 0;
+    let exclude_zero = config.dump_level.excludes_zero_pages();
     let sparse = filter.is_some() || !plugins.metadata.is_empty();
     let ranges = reader_ranges(vmcore, filters, config.piece.clone())?;
     let mut reader = BatchReader::new(vmcore, ranges, config.batch_pages, config.read_mode, sparse);

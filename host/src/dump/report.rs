@@ -9,7 +9,7 @@ use crate::codec::EncodeStats;
 #[derive(Debug, Clone, PartialEq)]
 pub struct DumpReport {
     /// Dump level used.
-    pub dump_level: u8,
+    pub dump_level: crate::level::DumpLevel,
     /// Pfns covered by the bitmaps (`max_mapnr`).
     pub max_mapnr: u64,
     /// RAM pages of the input (1st bitmap).

@@ -9,6 +9,7 @@ use vmdump_format::vmcoreinfo::VmcoreInfo;
 use super::{DumpError, MetadataFilter, WindowFilter};
 use crate::classify::{ClassCounts, ClassifyError, PageClassifier};
 use crate::input::Vmcore;
+use crate::level::DumpLevel;
 use crate::xlat::{KernelMemory, SectionTable};
 
 /// The dumped kernel's memory as the filters see it: address translation,
@@ -77,7 +78,7 @@ impl StructPages<'_, '_> {
 /// Excludes page cache, user data and free pages as the dump level asks.
 pub struct StructPageFilter<'v> {
     view: KernelView<'v>,
-    dump_level: u8,
+    dump_level: DumpLevel,
 }
 
 impl From<ClassifyError> for DumpError {
@@ -93,7 +94,7 @@ impl<'v> StructPageFilter<'v> {
     /// # Errors
     /// [`DumpError::Classify`] naming the missing keys and the dump level
     /// bits they block, or the translation error.
-    pub fn new(vmcore: &'v Vmcore, dump_level: u8) -> Result<Self, DumpError> {
+    pub fn new(vmcore: &'v Vmcore, dump_level: DumpLevel) -> Result<Self, DumpError> {
         let view = KernelView::open(vmcore, &format!("dump level {dump_level}"))?;
         PageClassifier::new(&view.memory, view.info, &view.sections, dump_level)?;
         Ok(Self { view, dump_level })

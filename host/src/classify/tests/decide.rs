@@ -1,10 +1,9 @@
 //! Rules per kernel flavour and the decision list, case by case.
 
 use super::super::rules::{CompoundRule, Rules, TailField};
-use super::super::{
-    DL_CACHE, DL_CACHE_PRIVATE, DL_FREE, DL_USER, Decision, PageClass, PageInfo, decide, decode,
-};
+use super::super::{Decision, PageClass, PageInfo, decide, decode};
 use super::{V6_1, V6_12, edit, info};
+use crate::level::DumpLevel;
 
 fn rules(text: &str) -> Rules {
     Rules::from_vmcoreinfo(&info(text)).unwrap().unwrap()
@@ -45,7 +44,7 @@ fn excl(class: PageClass, pages: u64) -> Decision {
     Decision::Exclude { class, pages }
 }
 
-const ALL: u8 = 31;
+const ALL: DumpLevel = DumpLevel::ALL;
 const ADDRESS_SPACE: u64 = 0xffff_8881_0234_5640;
 
 #[test]
@@ -63,7 +62,7 @@ fn rules_of_each_flavour_come_from_vmcoreinfo() {
         (r.pg_lru, r.pg_slab, r.head_mask, r.free_orders),
         (Some(4), Some(9), Some(1 << 16), Some(11))
     );
-    assert_eq!(r.supported_bits(), 30);
+    assert_eq!(r.supported_bits(), DumpLevel::CLASSIFIED);
     let r = rules(V6_12);
     assert_eq!(r.compound, CompoundRule::PageType { hugetlb: 0xf400_0000 });
     assert_eq!(
@@ -71,7 +70,7 @@ fn rules_of_each_flavour_come_from_vmcoreinfo() {
         (Some(0xf000_0000), Some(0xf500_0000), Some(0xf700_0000))
     );
     assert_eq!(r.pg_slab, None);
-    assert_eq!(r.supported_bits(), 30);
+    assert_eq!(r.supported_bits(), DumpLevel::CLASSIFIED);
     // ≈ 6.6–6.9: PG_hugetlb in the first tail's flags.
     let r = Rules::from_vmcoreinfo(&edit(V6_1, &["OFFSET(page.compound_order)"], "NUMBER(PG_hugetlb)=22\n"));
     assert_eq!(r.unwrap().unwrap().compound, CompoundRule::TailFlag { bit: 22 });
@@ -116,16 +115,16 @@ fn missing_keys_block_exactly_their_bits() {
     let missing = |drop: &[&str]| Rules::from_vmcoreinfo(&edit(V6_1, drop, "")).unwrap().unwrap();
     assert_eq!(
         missing(&["NUMBER(PG_lru)"]).missing(ALL),
-        (DL_CACHE | DL_CACHE_PRIVATE, vec!["NUMBER(PG_lru)"])
+        (DumpLevel::CACHE | DumpLevel::CACHE_PRIVATE, vec!["NUMBER(PG_lru)"])
     );
     let r = missing(&["NUMBER(PAGE_BUDDY_MAPCOUNT_VALUE)"]);
-    assert_eq!(r.missing(ALL), (DL_FREE, vec!["NUMBER(PAGE_BUDDY_MAPCOUNT_VALUE)"]));
-    assert_eq!(r.missing(DL_CACHE), (0, vec![]), "only requested bits count");
-    assert_eq!(r.supported_bits(), 14);
+    assert_eq!(r.missing(ALL), (DumpLevel::FREE, vec!["NUMBER(PAGE_BUDDY_MAPCOUNT_VALUE)"]));
+    assert_eq!(r.missing(DumpLevel::CACHE), (DumpLevel::NONE, vec![]), "only requested bits count");
+    assert_eq!(r.supported_bits().bits(), 14);
     let r = missing(&["NUMBER(HUGETLB_PAGE_DTOR)"]);
-    assert_eq!(r.missing(ALL).0, DL_USER);
-    assert_eq!(missing(&["OFFSET(page.mapping)"]).supported_bits(), DL_FREE);
-    assert_eq!(missing(&["NUMBER(PG_head_mask)", "OFFSET(page.private)"]).supported_bits(), 0);
+    assert_eq!(r.missing(ALL).0, DumpLevel::USER);
+    assert_eq!(missing(&["OFFSET(page.mapping)"]).supported_bits(), DumpLevel::FREE);
+    assert_eq!(missing(&["NUMBER(PG_head_mask)", "OFFSET(page.private)"]).supported_bits(), DumpLevel::NONE);
     assert!(Rules::from_vmcoreinfo(&edit(V6_1, &["SIZE(page)"], "")).unwrap().is_none());
     let bad = Rules::from_vmcoreinfo(&edit(V6_1, &["OFFSET(page.private)"], "OFFSET(page.private)=60\n"));
     assert!(bad.unwrap_err().to_string().contains("OFFSET(page.private)=60"));
@@ -145,8 +144,8 @@ fn free_pages_exclude_their_block_and_invalid_orders_are_kept() {
     for text in [V6_1, V6_12] {
         let r = rules(text);
         let buddy = PageInfo { private: 3, ..page(0, 0, r.buddy_type.unwrap() as i32) };
-        assert_eq!(decide(&buddy, &r, DL_FREE), excl(PageClass::Free, 8));
-        assert_eq!(decide(&buddy, &r, DL_CACHE | DL_USER), Decision::Keep);
+        assert_eq!(decide(&buddy, &r, DumpLevel::FREE), excl(PageClass::Free, 8));
+        assert_eq!(decide(&buddy, &r, DumpLevel::CACHE | DumpLevel::USER), Decision::Keep);
         let top = PageInfo { private: 10, ..buddy };
         assert_eq!(decide(&top, &r, ALL), excl(PageClass::Free, 1024));
         let bad = PageInfo { private: 11, ..buddy };
@@ -159,7 +158,7 @@ fn free_pages_exclude_their_block_and_invalid_orders_are_kept() {
         Rules::from_vmcoreinfo(&edit(V6_1, &["NUMBER(PAGE_BUDDY_MAPCOUNT_VALUE)"], "NUMBER(PG_buddy)=19\n"));
     let old = old.unwrap().unwrap();
     assert_eq!(
-        decide(&PageInfo { private: 2, ..page(1 << 19, 0, -1) }, &old, DL_FREE),
+        decide(&PageInfo { private: 2, ..page(1 << 19, 0, -1) }, &old, DumpLevel::FREE),
         excl(PageClass::Free, 4)
     );
 }
@@ -168,8 +167,8 @@ fn free_pages_exclude_their_block_and_invalid_orders_are_kept() {
 fn unaccepted_memory_is_free_in_max_order_blocks() {
     let r = rules(V6_12);
     let p = page(0, 0, 0xf700_0000u32 as i32);
-    assert_eq!(decide(&p, &r, DL_FREE), excl(PageClass::Free, 1024));
-    assert_eq!(decide(&p, &r, DL_USER | DL_CACHE), Decision::Keep);
+    assert_eq!(decide(&p, &r, DumpLevel::FREE), excl(PageClass::Free, 1024));
+    assert_eq!(decide(&p, &r, DumpLevel::USER | DumpLevel::CACHE), Decision::Keep);
     assert_eq!(decide(&p, &rules(V6_1), ALL), Decision::Keep, "no unaccepted type in 6.1");
 }
 
@@ -179,22 +178,35 @@ fn page_cache_private_and_anonymous_pages() {
         let r = rules(text);
         let bit = |n: u32| 1u64 << n;
         let cache = page(bit(lru), ADDRESS_SPACE, -1);
-        assert_eq!(decide(&cache, &r, DL_CACHE), excl(PageClass::Cache, 1));
-        assert_eq!(decide(&cache, &r, DL_CACHE_PRIVATE), excl(PageClass::Cache, 1));
-        assert_eq!(decide(&cache, &r, DL_USER | DL_FREE), Decision::Keep);
+        assert_eq!(decide(&cache, &r, DumpLevel::CACHE), excl(PageClass::Cache, 1));
+        assert_eq!(decide(&cache, &r, DumpLevel::CACHE_PRIVATE), excl(PageClass::Cache, 1));
+        assert_eq!(decide(&cache, &r, DumpLevel::USER | DumpLevel::FREE), Decision::Keep);
         let private_cache = page(bit(lru) | bit(private), ADDRESS_SPACE, -1);
-        assert_eq!(decide(&private_cache, &r, DL_CACHE), Decision::Keep);
-        assert_eq!(decide(&private_cache, &r, DL_CACHE | DL_CACHE_PRIVATE), excl(PageClass::CachePrivate, 1));
+        assert_eq!(decide(&private_cache, &r, DumpLevel::CACHE), Decision::Keep);
+        assert_eq!(
+            decide(&private_cache, &r, DumpLevel::CACHE | DumpLevel::CACHE_PRIVATE),
+            excl(PageClass::CachePrivate, 1)
+        );
         let anon = page(bit(lru) | bit(swapbacked), ADDRESS_SPACE | 1, 0);
-        assert_eq!(decide(&anon, &r, DL_CACHE | DL_CACHE_PRIVATE | DL_FREE), Decision::Keep);
-        assert_eq!(decide(&anon, &r, DL_USER), excl(PageClass::User, 1));
+        assert_eq!(
+            decide(&anon, &r, DumpLevel::CACHE | DumpLevel::CACHE_PRIVATE | DumpLevel::FREE),
+            Decision::Keep
+        );
+        assert_eq!(decide(&anon, &r, DumpLevel::USER), excl(PageClass::User, 1));
         let swap_cache = page(bit(swapcache) | bit(swapbacked), ADDRESS_SPACE, -1);
-        assert_eq!(decide(&swap_cache, &r, DL_CACHE), excl(PageClass::Cache, 1), "shmem in the swap cache");
+        assert_eq!(
+            decide(&swap_cache, &r, DumpLevel::CACHE),
+            excl(PageClass::Cache, 1),
+            "shmem in the swap cache"
+        );
         let checked = page(bit(swapcache), ADDRESS_SPACE, -1);
         assert_eq!(decide(&checked, &r, ALL), Decision::Keep, "PG_owner_priv_1 without PG_swapbacked");
     }
     let pre_4_10 = Rules::from_vmcoreinfo(&edit(V6_1, &["NUMBER(PG_swapbacked)"], "")).unwrap().unwrap();
-    assert_eq!(decide(&page(1 << 10, ADDRESS_SPACE, -1), &pre_4_10, DL_CACHE), excl(PageClass::Cache, 1));
+    assert_eq!(
+        decide(&page(1 << 10, ADDRESS_SPACE, -1), &pre_4_10, DumpLevel::CACHE),
+        excl(PageClass::Cache, 1)
+    );
 }
 
 #[test]
@@ -203,7 +215,7 @@ fn slab_pages_are_never_anonymous() {
     assert_eq!(decide(&page(1 << 9, ADDRESS_SPACE | 1, -1), &r, ALL), Decision::Keep);
     let r = rules(V6_12);
     assert_eq!(decide(&page(0, ADDRESS_SPACE | 1, 0xf500_0000u32 as i32), &r, ALL), Decision::Keep);
-    assert_eq!(decide(&page(0, ADDRESS_SPACE | 1, -1), &r, DL_USER), excl(PageClass::User, 1));
+    assert_eq!(decide(&page(0, ADDRESS_SPACE | 1, -1), &r, DumpLevel::USER), excl(PageClass::User, 1));
 }
 
 #[test]
@@ -220,14 +232,14 @@ fn compound_heads_take_order_and_hugetlb_from_the_first_tail() {
     let head = Raw { flags: 1 << 16, mapping: ADDRESS_SPACE, mapcount: -1, ..Raw::default() }.bytes();
     let p = decode(&head, Some(&tail(2, 9, 0).bytes()), 512, &r);
     assert_eq!((p.order, p.hugetlb), (9, true));
-    assert_eq!(decide(&p, &r, DL_USER), excl(PageClass::User, 512));
-    assert_eq!(decide(&p, &r, DL_CACHE | DL_CACHE_PRIVATE | DL_FREE), Decision::Keep);
+    assert_eq!(decide(&p, &r, DumpLevel::USER), excl(PageClass::User, 512));
+    assert_eq!(decide(&p, &r, DumpLevel::CACHE | DumpLevel::CACHE_PRIVATE | DumpLevel::FREE), Decision::Keep);
     let thp = Raw { flags: 1 << 16 | 1 << 4 | 1 << 19, mapping: ADDRESS_SPACE | 1, ..Raw::default() }.bytes();
     let p = decode(&thp, Some(&tail(3, 9, 0).bytes()), 1024, &r);
     assert_eq!((p.order, p.hugetlb, decide(&p, &r, ALL)), (9, false, excl(PageClass::User, 512)));
     let file = Raw { flags: 1 << 16 | 1 << 4, mapping: ADDRESS_SPACE, ..Raw::default() }.bytes();
     let p = decode(&file, Some(&tail(1, 2, 0).bytes()), 4, &r);
-    assert_eq!(decide(&p, &r, DL_CACHE), excl(PageClass::Cache, 4));
+    assert_eq!(decide(&p, &r, DumpLevel::CACHE), excl(PageClass::Cache, 4));
     // Misaligned, too large, or no next struct page in the batch: order 0.
     assert_eq!(decode(&file, Some(&tail(1, 2, 0).bytes()), 6, &r).order, 0);
     assert_eq!(decode(&file, Some(&tail(1, 64, 0).bytes()), 0, &r).order, 0);
@@ -241,7 +253,7 @@ fn compound_heads_take_order_and_hugetlb_from_the_first_tail() {
     let head =
         Raw { flags: 1 << 6, mapping: ADDRESS_SPACE, mapcount: 0xf400_0000u32 as i32, ..Raw::default() };
     let p = decode(&head.bytes(), Some(&tail(0, 0, 9 | 1 << 10).bytes()), 512, &r);
-    assert_eq!((p.order, p.hugetlb, decide(&p, &r, DL_USER)), (9, true, excl(PageClass::User, 512)));
+    assert_eq!((p.order, p.hugetlb, decide(&p, &r, DumpLevel::USER)), (9, true, excl(PageClass::User, 512)));
     // ≈ 6.6–6.9: hugetlb by PG_hugetlb in the tail's flags.
     let r = Rules::from_vmcoreinfo(&edit(V6_1, &["OFFSET(page.compound_order)"], "NUMBER(PG_hugetlb)=22\n"));
     let r = r.unwrap().unwrap();
@@ -254,12 +266,12 @@ fn compound_heads_take_order_and_hugetlb_from_the_first_tail() {
 fn hwpoison_and_offline_pages_at_any_level_after_the_other_rules() {
     let r = rules(V6_1);
     let poisoned = page(1 << 23, 0, -1);
-    assert_eq!(decide(&poisoned, &r, DL_CACHE), excl(PageClass::Hwpoison, 1));
+    assert_eq!(decide(&poisoned, &r, DumpLevel::CACHE), excl(PageClass::Hwpoison, 1));
     let poisoned_cache = page(1 << 23 | 1 << 4, ADDRESS_SPACE, -1);
-    assert_eq!(decide(&poisoned_cache, &r, DL_CACHE), excl(PageClass::Cache, 1), "first match wins");
-    assert_eq!(decide(&poisoned_cache, &r, DL_USER), excl(PageClass::Hwpoison, 1));
-    assert_eq!(decide(&page(0, 0, -257), &r, DL_FREE), excl(PageClass::Offline, 1));
-    assert_eq!(decide(&page(1 << 9, 0, -257), &r, DL_FREE), Decision::Keep, "offline slab page");
+    assert_eq!(decide(&poisoned_cache, &r, DumpLevel::CACHE), excl(PageClass::Cache, 1), "first match wins");
+    assert_eq!(decide(&poisoned_cache, &r, DumpLevel::USER), excl(PageClass::Hwpoison, 1));
+    assert_eq!(decide(&page(0, 0, -257), &r, DumpLevel::FREE), excl(PageClass::Offline, 1));
+    assert_eq!(decide(&page(1 << 9, 0, -257), &r, DumpLevel::FREE), Decision::Keep, "offline slab page");
     let no_numbers = Rules::from_vmcoreinfo(&edit(
         V6_1,
         &["NUMBER(PG_hwpoison)", "NUMBER(PAGE_OFFLINE_MAPCOUNT_VALUE)"],

@@ -7,8 +7,9 @@ use vmdump_format::phys::PhysMap;
 use vmdump_format::synth::{self, Class, Flavour, KernelSpec, SynthSpec};
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
-use super::super::{ClassCounts, ClassifyError, DL_CACHE, DL_FREE, DL_USER, PageClass, PageClassifier};
+use super::super::{ClassCounts, ClassifyError, PageClass, PageClassifier};
 use super::edit;
+use crate::level::DumpLevel;
 use crate::xlat::{KernelMemory, PAGE_SIZE, PhysRead, SectionTable, XlatError};
 
 /// Physical memory of an in-memory ELF vmcore.
@@ -66,7 +67,12 @@ fn page_class(c: Class) -> PageClass {
 
 /// Classifies pfns `0..end` in windows of `window` pfns; checks each pfn
 /// against `expected_class` and returns the counts.
-fn check_level(spec: &SynthSpec, level: u8, window: u64, is_ram: &dyn Fn(u64) -> bool) -> (ClassCounts, u64) {
+fn check_level(
+    spec: &SynthSpec,
+    level: DumpLevel,
+    window: u64,
+    is_ram: &dyn Fn(u64) -> bool,
+) -> (ClassCounts, u64) {
     let (image, info, loads) = core(spec);
     let memory = KernelMemory::open(&image, &info, &loads).unwrap();
     let sections = SectionTable::read(&memory, &info, image.map.max_pfn()).unwrap();
@@ -81,7 +87,8 @@ fn check_level(spec: &SynthSpec, level: u8, window: u64, is_ram: &dyn Fn(u64) ->
         for pfn in w.clone() {
             let i = pfn - w.start;
             let got = bits[(i / 64) as usize] >> (i % 64) & 1 != 0;
-            let class = synth::expected_class(spec, pfn).filter(|c| c.excluded_at(level) && is_ram(pfn));
+            let class =
+                synth::expected_class(spec, pfn).filter(|c| c.excluded_at(level.bits()) && is_ram(pfn));
             assert_eq!(got, class.is_some(), "-d {level}: pfn {pfn:#x} expected {class:?}");
             if let Some(c) = class {
                 want.add(page_class(c), 1);
@@ -104,15 +111,19 @@ fn every_pfn_of_synthetic_cores_gets_its_expected_class() {
         let spec = spec(flavour, five_level);
         let (image, ..) = core(&spec);
         let is_ram = |pfn| image.map.is_ram(pfn);
-        for level in [2u8, 4, 8, 16, 31] {
+        for level in [2u8, 4, 8, 16, 31].map(|b| DumpLevel::new(b).unwrap()) {
             // Windows not aligned to batches, so exclusions carry over.
-            let (counts, invalid) = check_level(&spec, level, 10_000 + u64::from(level), &is_ram);
+            let (counts, invalid) = check_level(&spec, level, 10_000 + u64::from(level.bits()), &is_ram);
             assert!(counts.total() > 500, "{flavour:?} -d {level}: {counts:?}");
             assert!(counts.hwpoison > 0 && counts.offline > 0, "{counts:?}");
-            assert_eq!(invalid > 0, level & DL_FREE != 0, "invalid free orders seen only with bit 16");
+            assert_eq!(
+                invalid > 0,
+                level.contains(DumpLevel::FREE),
+                "invalid free orders seen only with bit 16"
+            );
         }
-        let (whole, _) = check_level(&spec, 31, 1 << 40, &is_ram);
-        let (small, _) = check_level(&spec, 31, 333, &is_ram);
+        let (whole, _) = check_level(&spec, DumpLevel::ALL, 1 << 40, &is_ram);
+        let (small, _) = check_level(&spec, DumpLevel::ALL, 333, &is_ram);
         assert_eq!(whole, small);
         assert!(whole.cache > 0 && whole.cache_private > 0 && whole.user > 0 && whole.free > 0, "{whole:?}");
     }
@@ -124,7 +135,7 @@ fn pfns_the_caller_says_are_not_ram_are_never_marked() {
     let (image, ..) = core(&spec);
     // Every 1024th pfn hidden: never a head of a multi-page block.
     let is_ram = |pfn: u64| image.map.is_ram(pfn) && pfn % 1024 != 1023;
-    check_level(&spec, 31, 4096, &is_ram);
+    check_level(&spec, DumpLevel::ALL, 4096, &is_ram);
 }
 
 #[test]
@@ -134,14 +145,17 @@ fn missing_keys_and_caller_errors_are_typed() {
     let memory = KernelMemory::open(&image, &info, &loads).unwrap();
     let sections = SectionTable::read(&memory, &info, image.map.max_pfn()).unwrap();
     let lacking = edit(info.text(), &["NUMBER(PG_lru)", "NUMBER(PAGE_BUDDY_MAPCOUNT_VALUE)"], "");
-    let err = PageClassifier::new(&memory, &lacking, &sections, 31).err().unwrap();
+    let err = PageClassifier::new(&memory, &lacking, &sections, DumpLevel::ALL).err().unwrap();
     let text = err.to_string();
-    assert!(matches!(err, ClassifyError::MissingKeys { level: 31, unusable_bits: 22, .. }), "{err:?}");
+    let blocked = DumpLevel::CACHE | DumpLevel::CACHE_PRIVATE | DumpLevel::FREE;
+    assert!(
+        matches!(err, ClassifyError::MissingKeys { level, unusable_bits, .. } if level == DumpLevel::ALL && unusable_bits == blocked),
+        "{err:?}"
+    );
     assert!(text.contains("NUMBER(PG_lru)") && text.contains("bits 2, 4, 16"), "{text}");
-    assert_eq!(PageClassifier::<Image>::supported_bits(&lacking), DL_USER);
-    assert!(PageClassifier::new(&memory, &lacking, &sections, DL_USER | 1).is_ok());
-    assert!(matches!(PageClassifier::new(&memory, &info, &sections, 32), Err(ClassifyError::BadLevel(32))));
-    let mut c = PageClassifier::new(&memory, &info, &sections, DL_CACHE).unwrap();
+    assert_eq!(PageClassifier::<Image>::supported_bits(&lacking), DumpLevel::USER);
+    assert!(PageClassifier::new(&memory, &lacking, &sections, DumpLevel::USER | DumpLevel::ZERO).is_ok());
+    let mut c = PageClassifier::new(&memory, &info, &sections, DumpLevel::CACHE).unwrap();
     let (mut counts, is_ram) = (ClassCounts::default(), |_| true);
     let mut bits = vec![0u64; 2];
     let err = c.classify(0..200, &is_ram, &mut bits, &mut counts).unwrap_err();

@@ -20,6 +20,7 @@ use options::{Handling, OPTIONS, Token};
 
 use super::Outcome;
 use super::dump::DumpArgs;
+use crate::level::DumpLevel;
 use crate::plugin::{Registry, SearchPath};
 use crate::profile::{Profile, ProfileSource};
 
@@ -27,7 +28,7 @@ use crate::profile::{Profile, ProfileSource};
 #[derive(Debug)]
 pub enum Request {
     /// Write a dump, at the first level of the list, then the next ones if it does not fit.
-    Dump(Box<DumpArgs>, Vec<u8>),
+    Dump(Box<DumpArgs>, Vec<DumpLevel>),
     /// `-R DUMPFILE`: rearrange a flattened stream from stdin.
     Rearrange(PathBuf, bool),
     /// `--reassemble DUMPFILE1 DUMPFILE2 ... DUMPFILE`: the pieces, then the output.
@@ -46,7 +47,7 @@ pub enum Request {
 #[derive(Debug, Default)]
 struct Given {
     compress: Option<&'static str>,
-    levels: Option<Vec<u8>>,
+    levels: Option<Vec<DumpLevel>>,
     flattened: bool,
     elf: bool,
     force: bool,
@@ -150,14 +151,8 @@ impl Given {
 
 /// makedumpfile accepts "-d 31" and a list of levels to retry ("-d 31,11")
 /// when the dump does not fit.
-fn parse_levels(text: &str) -> anyhow::Result<Vec<u8>> {
-    text.split(',')
-        .map(|level| {
-            let level: u8 = level.trim().parse().with_context(|| format!("-d {text}: not a dump level"))?;
-            ensure!(level <= 31, "-d {text}: dump level {level} is out of range 0-31");
-            Ok(level)
-        })
-        .collect()
+fn parse_levels(text: &str) -> anyhow::Result<Vec<DumpLevel>> {
+    text.split(',').map(|level| level.parse().with_context(|| format!("-d {text}"))).collect()
 }
 
 /// Parses makedumpfile's arguments (without the program name), with the
@@ -200,7 +195,7 @@ fn dump_request(given: Given, profile: Option<(&Path, &Profile)>) -> anyhow::Res
     if given.threads.is_some() && (given.split || given.elf) {
         bail!("--num-threads cannot be combined with --split or -E (as makedumpfile)");
     }
-    let levels = given.levels.clone().unwrap_or(vec![0]); // makedumpfile's default level
+    let levels = given.levels.clone().unwrap_or(vec![DumpLevel::NONE]); // makedumpfile's default level
     let mut dump = DumpArgs {
         profile: profile.map(|(path, _)| path.to_path_buf()),
         compress: Some(given.compress.map_or("none".into(), chosen)),
@@ -313,7 +308,11 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
 /// The dump at each level of `-d` in turn, as long as it does not fit
 /// (`-L`, a full disk): a plain file is written again at the next level.
 /// Through `convert`, so that a dump file given as VMCORE is refiltered.
-fn dump_at_levels(mut dump: DumpArgs, levels: &[u8], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
+fn dump_at_levels(
+    mut dump: DumpArgs,
+    levels: &[DumpLevel],
+    plugin_dirs: &[PathBuf],
+) -> anyhow::Result<Outcome> {
     let convert = |dump: &DumpArgs| {
         super::convert::run(
             &super::convert::ConvertArgs { pieces: Vec::new(), dump: dump.clone() },
