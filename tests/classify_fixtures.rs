@@ -128,9 +128,8 @@ fn level_31_counts_equal_makedumpfiles_report() {
         let vmcore = Vmcore::open(&fixture.elf).expect("open fixture");
         let started = Instant::now();
         let (counts, _) = classify(&vmcore, 31, 1 << 15);
-        let pfns =
-            vmcore.kernel_facts().expect("page tables").memory_end.expect("sections").expect("mem_section");
-        let pfns = pfns.min(vmcore.phys().max_pfn());
+        let kernel = vmdump::kernel::KernelView::open(&vmcore).expect("page tables").expect("VMCOREINFO");
+        let pfns = kernel.memory_end().expect("mem_section").min(vmcore.phys().max_pfn());
         eprintln!(
             "{}: classified pfns 0..{pfns:#x} at -d 31 (open kernel memory, read sections, classify) in {:.1} ms: {counts:?}",
             fixture.name,

@@ -13,8 +13,8 @@ use vmdump_format::synth::{self, SynthSpec};
 /// Excludes every fifth pfn and one block, as free pages.
 struct EveryFifth;
 
-impl vmdump::dump::MetadataFilter for EveryFifth {
-    fn cursor(&self) -> Result<Box<dyn vmdump::dump::WindowFilter + '_>, vmdump::dump::DumpError> {
+impl vmdump::exclude::MetadataFilter for EveryFifth {
+    fn cursor(&self) -> Result<Box<dyn vmdump::exclude::WindowFilter + '_>, vmdump::exclude::ExcludeError> {
         Ok(Box::new(EveryFifthCursor))
     }
 }
@@ -25,14 +25,14 @@ fn excluded_by_every_fifth(pfn: u64) -> bool {
     pfn.is_multiple_of(5) || (0x3000..0x3800).contains(&pfn)
 }
 
-impl vmdump::dump::WindowFilter for EveryFifthCursor {
+impl vmdump::exclude::WindowFilter for EveryFifthCursor {
     fn exclude(
         &mut self,
         window: std::ops::Range<u64>,
         is_ram: &dyn Fn(u64) -> bool,
         excluded: &mut [u64],
         counts: &mut vmdump::classify::ClassCounts,
-    ) -> Result<(), vmdump::dump::DumpError> {
+    ) -> Result<(), vmdump::exclude::ExcludeError> {
         for pfn in window.clone().filter(|&p| excluded_by_every_fifth(p) && is_ram(p)) {
             let bit = pfn - window.start;
             excluded[(bit / 64) as usize] |= 1 << (bit % 64);
@@ -42,14 +42,28 @@ impl vmdump::dump::WindowFilter for EveryFifthCursor {
     }
 }
 
+/// A dump of `vmcore` at level 1 with [`EveryFifth`] as a metadata stage
+/// of the plan, raw pages, `threads` workers.
 fn filtered_dump(vmcore: &Path, out: &Path, threads: usize) -> vmdump::dump::DumpReport {
+    use vmdump::plan::{Asked, Format, Plan};
     let input = vmdump::input::Vmcore::open(vmcore).unwrap();
+    let mut profile = vmdump::profile::Profile::default();
+    profile.set_compressor("none").unwrap();
+    profile.dump.threads = threads;
+    let registry = vmdump::plugin::Registry::default();
+    let asked = Asked {
+        profile: &profile,
+        registry: &registry,
+        allow_lower: false,
+        format: Format::Kdump,
+        progress: vmdump::progress::ProgressStyle::Off,
+        close_incomplete: false,
+        earlier: Some((&EveryFifth, vmdump::level::DumpLevel::NONE)),
+    };
+    let plan = Plan::build(&asked, &input, None).unwrap();
     let file = std::fs::File::create(out).unwrap();
     let mut sink = vmdump::output::sink::FileSink::new(file, None);
-    let dump_level = vmdump::level::DumpLevel::new(17).unwrap();
-    let config = vmdump::dump::DumpConfig { dump_level, threads, ..Default::default() };
-    let plugins = vmdump::filters::FilterSet::default();
-    vmdump::dump::dump(&input, None, (Some(&EveryFifth), &plugins, None), &config, &mut sink).unwrap()
+    vmdump::dump::dump(&plan, &mut sink).unwrap()
 }
 
 #[test]
@@ -186,8 +200,8 @@ fn a_filter_plugin_reading_struct_pages_and_vmcoreinfo_excludes_lru_pages() {
     let input = vmdump::input::Vmcore::open(&vmcore).unwrap();
     let info = input.vmcoreinfo().unwrap();
     let (bit, offset) = (info.number("PG_lru").unwrap() as u32, info.offset("page.flags").unwrap() as usize);
-    let view = vmdump::dump::KernelView::open(&input, "the test").unwrap();
-    let mut pages = view.struct_pages();
+    let view = vmdump::kernel::KernelView::open(&input).unwrap().expect("VMCOREINFO");
+    let mut pages = view.struct_pages().expect("memory sections");
     let ram = synth::ram_ranges(&kernel_spec(synth::Flavour::Linux6_1))
         .into_iter()
         .flat_map(|r| r.start / 4096..r.end.div_ceil(4096));

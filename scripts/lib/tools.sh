@@ -36,14 +36,19 @@ ensure_test_tools() {
 DRGN_VERSION=0.3.0
 ensure_drgn() {
     local venv=${VMDUMP_DRGN_VENV:-$PWD/target/venv-drgn}
-    if "$venv/bin/python" -c "import drgn; assert drgn.__version__ == '$DRGN_VERSION'" 2>/dev/null; then
-        return 0
-    fi
-    /usr/bin/python3 -c "import ensurepip" 2>/dev/null || apt_ensure py/ensurepip:python3-venv
-    echo "installing drgn $DRGN_VERSION into $venv" >&2
-    rm -rf "$venv"
-    /usr/bin/python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "drgn==$DRGN_VERSION"
+    mkdir -p "$(dirname "$venv")"
+    # One installer at a time: tests running side by side may both ask.
+    (
+        flock 9
+        if "$venv/bin/python" -c "import drgn; assert drgn.__version__ == '$DRGN_VERSION'" 2>/dev/null; then
+            exit 0
+        fi
+        /usr/bin/python3 -c "import ensurepip" 2>/dev/null || apt_ensure py/ensurepip:python3-venv
+        echo "installing drgn $DRGN_VERSION into $venv" >&2
+        rm -rf "$venv"
+        /usr/bin/python3 -m venv "$venv"
+        "$venv/bin/pip" install --quiet --disable-pip-version-check "drgn==$DRGN_VERSION"
+    ) 9>"$venv.lock"
 }
 
 # Decompresses the real vmcores of ../shared/fixtures into target/fixtures

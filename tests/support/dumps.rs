@@ -101,19 +101,22 @@ impl Comparison {
     }
 }
 
-/// The python of the venv with drgn (`ensure_drgn` of scripts/lib/tools.sh,
-/// which scripts/test.sh runs; run here too if the venv is missing).
+/// The python of the venv with drgn: `ensure_drgn` of scripts/lib/tools.sh
+/// (which scripts/test.sh runs first) checks it under a lock, and installs
+/// it if a test runs without test.sh.
 pub fn drgn_python() -> PathBuf {
-    let python = workspace_root().join("target/venv-drgn/bin/python");
-    if !python.is_file() {
-        let status = Command::new("bash")
-            .current_dir(workspace_root())
-            .args(["-c", "source scripts/lib/tools.sh && ensure_drgn"])
-            .status()
-            .expect("run bash");
-        assert!(status.success(), "could not install drgn into target/venv-drgn (pip install drgn)");
-    }
-    python
+    static READY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    READY
+        .get_or_init(|| {
+            let status = Command::new("bash")
+                .current_dir(workspace_root())
+                .args(["-c", "source scripts/lib/tools.sh && ensure_drgn"])
+                .status()
+                .expect("run bash");
+            assert!(status.success(), "could not install drgn into target/venv-drgn (pip install drgn)");
+            workspace_root().join("target/venv-drgn/bin/python")
+        })
+        .clone()
 }
 
 /// Reads every RAM page of `elf` back from `dump` with drgn (tests/py/drgn_compare.py).

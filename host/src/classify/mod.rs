@@ -125,6 +125,9 @@ pub enum ClassifyError {
         /// The missing keys.
         keys: Vec<&'static str>,
     },
+    /// The kernel's memory sections, where the struct pages are, cannot be read.
+    #[error("the kernel's memory sections cannot be read: {0}")]
+    Sections(String),
     /// A VMCOREINFO value is out of the range this code supports.
     #[error("VMCOREINFO {key}={value} is unusable: {reason}")]
     BadKey {

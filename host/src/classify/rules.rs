@@ -102,8 +102,6 @@ pub struct Rules {
     pub compound: CompoundRule,
 }
 
-/// Bits a classifier can act on.
-
 fn bad(key: &'static str, value: impl Into<i128>, reason: &'static str) -> ClassifyError {
     ClassifyError::BadKey { key, value: value.into(), reason }
 }

@@ -17,8 +17,10 @@ use clap::Args;
 
 use super::Outcome;
 use super::dump::DumpArgs;
+use crate::exclude::MetadataFilter;
 use crate::level::DumpLevel;
 use crate::plugin::{Registry, SearchPath};
+use crate::profile::Profile;
 use crate::read::image::write_image;
 use crate::read::{Modules, open_dump_set, temporary_file};
 
@@ -39,30 +41,36 @@ pub struct ConvertArgs {
 /// # Errors
 /// The input cannot be read or decoded, or the dump fails.
 pub fn run(args: &ConvertArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
+    convert_with(args, &args.dump.profile()?, plugin_dirs)
+}
+
+/// [`run`] with the profile already read (and the command line's overrides applied).
+///
+/// # Errors
+/// As [`run`].
+pub fn convert_with(
+    args: &ConvertArgs,
+    profile: &Profile,
+    plugin_dirs: &[PathBuf],
+) -> anyhow::Result<Outcome> {
+    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
     if args.pieces.is_empty() && super::dmesg::is_elf(&args.dump.input)? {
-        return super::dump::run(&args.dump, plugin_dirs);
+        return super::dump::run_with(&args.dump, profile, &registry, None);
     }
     let mut inputs = vec![args.dump.input.clone()];
     inputs.extend(args.pieces.iter().cloned());
     let reader = open_dump_set(&inputs)?;
-    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &[]));
     let modules = Modules::new(&registry);
     let image = temporary_file(&args.dump.input, "convert")?;
     let (stats, exclusions) = write_image(&reader, &mut modules.decoder(), &image)
         .with_context(|| format!("{}: decompressing the dump", args.dump.input.display()))?;
-    let source_level = DumpLevel::recorded(reader.dump_level());
-    let asked = args.dump.profile()?.dump.level;
-    let level = asked | source_level;
-    if level != asked {
-        eprintln!("vmdump: the input was dumped at level {source_level}: converting at level {level}");
-    }
     if stats.lost > 0 {
         eprintln!("vmdump: warning: the input is incomplete: {} pages it lost are left out", stats.lost);
     }
     let dump = DumpArgs {
         input: PathBuf::from(format!("/proc/self/fd/{}", image.as_raw_fd())),
-        dump_level: Some(level),
         ..args.dump.clone()
     };
-    super::dump::run_with(&dump, plugin_dirs, Some(&exclusions))
+    let earlier = (&exclusions as &dyn MetadataFilter, DumpLevel::recorded(reader.dump_level()));
+    super::dump::run_with(&dump, profile, &registry, Some(earlier))
 }

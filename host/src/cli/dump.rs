@@ -4,25 +4,17 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use vmdump_format::vmcoreinfo::VmcoreInfo;
-use vmdump_sdk::KdumpFormat;
-use vmdump_sdk::LogLevel;
-use vmdump_sdk::client::HostServices;
 
 use super::Outcome;
-use crate::classify::PageClassifier;
-use crate::codec::Codec;
-use crate::dump::{
-    BothFilters, DumpConfig, DumpReport, KernelView, MetadataFilter, StructPageFilter, dump, dump_elf,
-};
-use crate::filters::FilterSet;
-use crate::input::{ReadMode, Vmcore};
+use crate::dump::{DumpReport, dump};
+use crate::exclude::MetadataFilter;
+use crate::input::Vmcore;
 use crate::level::DumpLevel;
 use crate::output::sink::{FileSink, FlattenedSink, Sink};
-use crate::plugin::{LoadError, Registry, SearchPath};
+use crate::plan::{Asked, Format, Plan, open_kernel};
+use crate::plugin::{Registry, SearchPath};
 use crate::profile::{OutputFormat, Profile, ProfileSource};
 use crate::progress::ProgressStyle;
 
@@ -95,9 +87,14 @@ pub struct DumpArgs {
 }
 
 impl DumpArgs {
-    /// The profile with this command line's overrides.
+    /// The profile (`--profile`, `VMDUMP_PROFILE`, the system one or the
+    /// built-in one) with this command line's overrides.
     pub(super) fn profile(&self) -> anyhow::Result<Profile> {
-        let mut profile = ProfileSource::of_process(self.profile.as_deref()).load()?;
+        self.apply_to(ProfileSource::of_process(self.profile.as_deref()).load()?)
+    }
+
+    /// `profile` with this command line's overrides.
+    pub(super) fn apply_to(&self, mut profile: Profile) -> anyhow::Result<Profile> {
         if let Some(level) = self.dump_level {
             profile.dump.level = level;
         }
@@ -120,59 +117,6 @@ impl DumpArgs {
         profile.validate().map_err(|e| anyhow::anyhow!("command line: {e}"))?;
         Ok(profile)
     }
-}
-
-/// Plugin messages go to stderr; VMCOREINFO look-ups are answered from the vmcore.
-struct DumpHost {
-    vmcoreinfo: Option<VmcoreInfo>,
-}
-
-impl HostServices for DumpHost {
-    fn log(&self, plugin: &str, level: LogLevel, message: &str) {
-        eprintln!("vmdump: plugin {plugin}: {}: {message}", format!("{level:?}").to_lowercase());
-    }
-
-    fn vmcoreinfo(&self, key: &str) -> Option<String> {
-        self.vmcoreinfo.as_ref()?.get(key).map(str::to_owned)
-    }
-}
-
-/// The plugins of the profile: the compressor (none for raw pages) and the filters.
-fn open_plugins(
-    profile: &Profile,
-    plugin_dirs: &[PathBuf],
-    vmcore: &Vmcore,
-) -> anyhow::Result<(Option<Codec>, FilterSet)> {
-    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
-    let host: Arc<dyn HostServices> = Arc::new(DumpHost { vmcoreinfo: vmcore.vmcoreinfo().cloned() });
-    let loaded = profile
-        .filters
-        .iter()
-        .map(|f| Ok((registry.filter(&f.name)?, f.params())))
-        .collect::<Result<Vec<_>, LoadError>>()?;
-    let filters = FilterSet::new(&loaded, &host)?;
-    Ok((open_codec(profile, &registry, host, vmcore)?, filters))
-}
-
-fn open_codec(
-    profile: &Profile,
-    registry: &Registry,
-    host: Arc<dyn HostServices>,
-    vmcore: &Vmcore,
-) -> anyhow::Result<Option<Codec>> {
-    if profile.compress.plugin == "none" {
-        return Ok(None);
-    }
-    let plugin = registry.compressor(&profile.compress.plugin)?;
-    if plugin.info.format == KdumpFormat::Custom {
-        bail!(
-            "plugin `{}` writes a custom page format that crash, libkdumpfile and makedumpfile cannot read; \
-             choose a plugin of a standard format (zlib, lzo, snappy, zstd)",
-            plugin.info.name
-        );
-    }
-    let codec = Codec::new(plugin, &profile.plugin_params(), host, vmcore.page_size() as usize)?;
-    Ok(Some(codec.skipping_random_pages(profile.compress.skip_random)))
 }
 
 /// Creates the output file: mode 0600 (a dump holds secrets), never
@@ -198,79 +142,18 @@ pub(super) fn create_output(path: &Path, force: bool) -> anyhow::Result<File> {
     })
 }
 
-fn config(profile: &Profile) -> DumpConfig {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    DumpConfig {
-        dump_level: profile.dump.level,
-        threads: if profile.dump.threads == 0 { cores } else { profile.dump.threads },
-        read_mode: if profile.input.mmap {
-            ReadMode::Mmap { window_bytes: profile.input.window_mib as usize * (1 << 20) }
-        } else {
-            ReadMode::Pread
-        },
-        ..DumpConfig::default()
-    }
-}
-
-/// The level to dump at and the struct page filter it needs: the asked
-/// level, or, when VMCOREINFO lacks keys some of its bits need and
-/// `allow_lower`, the bits that can be honoured (else nothing is written).
-fn page_filter(
-    vmcore: &Vmcore,
-    level: DumpLevel,
-    allow_lower: bool,
-) -> anyhow::Result<(Option<StructPageFilter<'_>>, DumpLevel)> {
-    if level.classified().is_empty() {
-        return Ok((None, level));
-    }
-    let error = match StructPageFilter::new(vmcore, level) {
-        Ok(filter) => return Ok((Some(filter), level)),
-        Err(e) => e,
-    };
-    if !allow_lower {
-        bail!("{error}; nothing was written (--allow-lower-level dumps with the bits that can be honoured)");
-    }
-    let supported = vmcore.vmcoreinfo().map_or(DumpLevel::NONE, PageClassifier::<Vmcore>::supported_bits);
-    let lower = level & (supported | DumpLevel::ZERO);
-    eprintln!("vmdump: warning: {error}; dumping at level {lower} instead of {level} (--allow-lower-level)");
-    if lower.classified().is_empty() {
-        return Ok((None, lower));
-    }
-    Ok((Some(StructPageFilter::new(vmcore, lower)?), lower))
-}
-
-/// What transforms the pages: compressor, struct page filter, filter plugins.
-pub(super) struct Stages<'a> {
-    pub(super) codec: Option<&'a Codec>,
-    pub(super) filter: Option<&'a dyn MetadataFilter>,
-    pub(super) plugins: &'a FilterSet,
-    /// The kernel's memory, when a filter plugin reads struct pages.
-    pub(super) kernel: Option<&'a KernelView<'a>>,
-}
-
-fn write_dump(
-    args: &DumpArgs,
-    profile: &Profile,
-    vmcore: &Vmcore,
-    stages: &Stages<'_>,
-    config: &DumpConfig,
-) -> anyhow::Result<DumpReport> {
-    let filters = (stages.filter, stages.plugins, stages.kernel);
-    let codec = stages.codec;
-    let write = |sink: &mut dyn Sink| match args.elf {
-        true => dump_elf(vmcore, filters, config, sink),
-        false => dump(vmcore, codec, filters, config, sink),
-    };
+/// Writes the dump of `plan` to the output file or stdout.
+fn write_dump(args: &DumpArgs, profile: &Profile, plan: &Plan<'_>) -> anyhow::Result<DumpReport> {
     if args.output == Path::new("-") {
         let mut sink = FlattenedSink::new(BufWriter::with_capacity(1 << 20, std::io::stdout().lock()))?;
-        return Ok(write(&mut sink)?);
+        return Ok(dump(plan, &mut sink)?);
     }
     let file = create_output(&args.output, args.force)?;
     let mut sink: Box<dyn Sink> = match profile.dump.format {
         OutputFormat::Kdump => Box::new(FileSink::new(file, args.limit).sync_on_finish(args.sync)),
         OutputFormat::Flattened => Box::new(FlattenedSink::new(BufWriter::with_capacity(1 << 20, file))?),
     };
-    write(sink.as_mut()).map_err(|e| {
+    dump(plan, sink.as_mut()).map_err(|e| {
         // A half-written file is not a dump: never leave one that looks whole.
         let removed = std::fs::remove_file(&args.output).is_ok();
         let note = if removed { " (the partial output was removed)" } else { "" };
@@ -324,80 +207,46 @@ fn print_outcome(args: &DumpArgs, report: &DumpReport) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Limits the dump to the kernel's memory and takes its utsname for the
-/// header; what cannot be read is a warning, not a failure.
-fn adopt_kernel_facts(vmcore: &mut Vmcore) {
-    let facts = match vmcore.kernel_facts() {
-        Ok(facts) => facts,
-        Err(e) => {
-            eprintln!(
-                "vmdump: warning: cannot read the kernel's page tables ({e}); every PT_LOAD page is dumped \
-                 and the header's utsname has the release only"
-            );
-            return;
-        }
-    };
-    if let Err(e) = &facts.memory_end {
-        eprintln!(
-            "vmdump: warning: cannot read the kernel's memory sections ({e}); every PT_LOAD page is dumped"
-        );
-    }
-    if let Err(e) = &facts.utsname {
-        eprintln!("vmdump: warning: cannot read the kernel's utsname ({e}); the header has the release only");
-    }
-    vmcore.adopt(&facts);
-}
-
 /// Runs `vmdump dump`.
 ///
 /// # Errors
 /// Any failure, with the file and the reason.
 pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
-    run_with(args, plugin_dirs, None)
+    let profile = args.profile()?;
+    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
+    run_with(args, &profile, &registry, None)
 }
 
-/// [`run`], with `more` pages to leave out (those a converted dump lacks).
+/// Dumps `args.input` with `profile` and the plugins of `registry`; with
+/// `earlier`, the pages a converted dump lacks and the level it was dumped at.
 ///
 /// # Errors
 /// As [`run`].
 pub fn run_with(
     args: &DumpArgs,
-    plugin_dirs: &[PathBuf],
-    more: Option<&dyn MetadataFilter>,
+    profile: &Profile,
+    registry: &Registry,
+    earlier: Option<(&dyn MetadataFilter, DumpLevel)>,
 ) -> anyhow::Result<Outcome> {
-    let profile = args.profile()?;
-    let mut vmcore = Vmcore::open(&args.input)?;
-    adopt_kernel_facts(&mut vmcore);
-    if vmcore.vmcoreinfo().is_none() {
-        eprintln!(
-            "vmdump: warning: {} has no VMCOREINFO note: the dump is complete, but its header has no \
-             kernel release, crash time or phys_base (crash then needs a vmlinux)",
-            args.input.display()
-        );
-    }
-    let (filter, level) = page_filter(&vmcore, profile.dump.level, args.allow_lower_level)?;
-    let (codec, plugins) = open_plugins(&profile, plugin_dirs, &vmcore)?;
-    let mut config = config(&profile);
-    (config.progress, config.dump_level) = (progress_style(args), level);
-    // Only a plain file can be flagged incomplete (§2.1: never a stream).
-    config.close_incomplete = args.output != Path::new("-") && profile.dump.format == OutputFormat::Kdump;
-    let both;
-    let filter = match (filter.as_ref(), more) {
-        (Some(pages), Some(more)) => {
-            both = BothFilters(pages, more);
-            Some(&both as &dyn MetadataFilter)
-        }
-        (pages, more) => pages.map(|f| f as &dyn MetadataFilter).or(more),
+    let vmcore = Vmcore::open(&args.input)?;
+    let mut notes = Vec::new();
+    let kernel = open_kernel(&vmcore, &mut notes);
+    notes.drain(..).for_each(|note| eprintln!("vmdump: warning: {note}"));
+    let asked = Asked {
+        profile,
+        registry,
+        allow_lower: args.allow_lower_level,
+        format: if args.elf { Format::Elf } else { Format::Kdump },
+        progress: progress_style(args),
+        // Only a plain file can be flagged incomplete (§2.1: never a stream).
+        close_incomplete: args.output != Path::new("-") && profile.dump.format == OutputFormat::Kdump,
+        earlier,
     };
-    let kernel = match plugins.needs_struct_pages() {
-        true => Some(KernelView::open(&vmcore, "a filter plugin that reads struct pages")?),
-        false => None,
-    };
-    let codec = if args.elf { None } else { codec };
-    let stages = Stages { codec: codec.as_ref(), filter, plugins: &plugins, kernel: kernel.as_ref() };
-    let report = match super::split::outputs(args, &profile)? {
-        Some(outputs) => super::split::write_pieces(args, &vmcore, &stages, &config, &outputs)?,
-        None => write_dump(args, &profile, &vmcore, &stages, &config)?,
+    let plan = Plan::build(&asked, &vmcore, kernel.as_ref())?;
+    plan.notes().iter().for_each(|note| eprintln!("vmdump: warning: {note}"));
+    let report = match super::split::outputs(args, profile)? {
+        Some(outputs) => super::split::write_pieces(args, &plan, &outputs)?,
+        None => write_dump(args, profile, &plan)?,
     };
     print_outcome(args, &report)?;
     Ok(match () {

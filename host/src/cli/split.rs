@@ -5,12 +5,11 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 
-use super::dump::{DumpArgs, Stages, create_output};
-use crate::dump::{DumpConfig, DumpReport, dump, split_pieces};
-use crate::input::Vmcore;
+use super::dump::{DumpArgs, create_output};
+use crate::dump::{DumpReport, dump_piece, split_pieces};
 use crate::output::sink::FileSink;
+use crate::plan::Plan;
 use crate::profile::{OutputFormat, Profile};
-use crate::progress::ProgressStyle;
 
 /// vmdump's own split block: fine enough that small machines split too.
 const SPLITBLOCK_BYTES: u64 = 64 << 20;
@@ -42,34 +41,20 @@ pub fn outputs(args: &DumpArgs, profile: &Profile) -> anyhow::Result<Option<Vec<
 ///
 /// # Errors
 /// The first piece that failed, with its file.
-pub fn write_pieces(
-    args: &DumpArgs,
-    vmcore: &Vmcore,
-    stages: &Stages<'_>,
-    config: &DumpConfig,
-    outputs: &[PathBuf],
-) -> anyhow::Result<DumpReport> {
+pub fn write_pieces(args: &DumpArgs, plan: &Plan<'_>, outputs: &[PathBuf]) -> anyhow::Result<DumpReport> {
     let block = args.splitblock_size.unwrap_or(SPLITBLOCK_BYTES);
-    let ranges = split_pieces(vmcore, stages.filter, outputs.len(), block)?;
+    let ranges = split_pieces(plan, outputs.len(), block)?;
     let files = outputs.iter().map(|p| create_output(p, args.force)).collect::<Result<Vec<_>, _>>()?;
-    let threads = (config.threads / outputs.len()).max(1);
+    let threads = (plan.run().threads / outputs.len()).max(1);
     let results: Vec<anyhow::Result<DumpReport>> = std::thread::scope(|scope| {
         let handles: Vec<_> = files
             .into_iter()
             .zip(ranges)
             .zip(outputs)
             .map(|((file, piece), path)| {
-                let config = DumpConfig {
-                    threads,
-                    progress: ProgressStyle::Off,
-                    piece: Some(piece),
-                    close_incomplete: true,
-                    ..config.clone()
-                };
                 scope.spawn(move || {
                     let mut sink = FileSink::new(file, args.limit).sync_on_finish(args.sync);
-                    let filters = (stages.filter, stages.plugins, stages.kernel);
-                    dump(vmcore, stages.codec, filters, &config, &mut sink)
+                    dump_piece(plan, piece, threads, &mut sink)
                         .with_context(|| format!("dump to {} failed", path.display()))
                 })
             })

@@ -17,12 +17,11 @@ use vmdump_format::elf::write::{CoreLayout, program_header};
 use vmdump_format::elf::{ELF64_PHDR_SIZE, LoadSegment, PT_LOAD};
 use vmdump_format::phys::PhysMap;
 
-use super::pipeline::{cut_short, run_pages};
-use super::writer::for_each_bitmap_window;
-use super::{DumpConfig, DumpError, DumpReport, Filters, PageRecord, Slot, check_level, reader_ranges};
-use crate::classify::ClassCounts;
-use crate::input::Vmcore;
+use super::pipeline::{Pass, cut_short, run_pages};
+use super::{DumpError, DumpReport, PageRecord, Slot, reader_ranges};
+use crate::exclude::Counts;
 use crate::output::sink::Sink;
+use crate::plan::Plan;
 use crate::progress::Progress;
 
 /// Program headers gathered before one write.
@@ -127,49 +126,38 @@ fn feed(segments: &mut Segments<'_>, slot: &Slot, data_at: u64, mut closed: impl
     offset - data_at
 }
 
-/// The first pass: the number of segments and of pages. The pages are read
-/// only when their bytes decide (zero pages excluded, content filters).
-fn count_segments(
-    vmcore: &Vmcore,
-    filters: Filters<'_>,
-    config: &DumpConfig,
-) -> Result<(u64, u64), DumpError> {
-    let mut segments = Segments::new(vmcore.phys(), vmcore.page_size());
+/// The first pass: the number of segments and of pages, and what the
+/// exclusion stages left out. The pages are read only when their bytes
+/// decide (zero pages excluded, content filters).
+fn count_segments(plan: &Plan<'_>) -> Result<(u64, u64, Counts), DumpError> {
+    let mut segments = Segments::new(plan.ram(), plan.input().page_size());
     let mut pages = 0;
-    let reads_pages = config.dump_level.excludes_zero_pages() || !filters.1.content.is_empty();
-    if reads_pages {
-        let config = DumpConfig { progress: crate::progress::ProgressStyle::Off, ..config.clone() };
-        let (_, ran) = run_pages(vmcore, None, filters, &config, |slot| {
+    if plan.exclusion().reads_pages() {
+        let pass = Pass { piece: None, threads: plan.run().threads, encode: false };
+        let (counts, ran) = run_pages(plan, pass, |slot| {
             pages += slot.records.iter().filter(|r| matches!(r, PageRecord::Stored { .. })).count() as u64;
             feed(&mut segments, slot, 0, |_| {});
             Ok(())
         })?;
         ran?;
-    } else {
-        for range in reader_ranges(vmcore, filters, None)? {
-            let range = range?;
-            pages += range.end - range.start;
-            let mut pfn = range.start;
-            while pfn < range.end {
-                let end = segments.run_end(pfn).min(range.end);
-                segments.pages(pfn..end, 0);
-                pfn = end;
-            }
+        segments.gap();
+        let mut excluded = counts.metadata;
+        excluded.absorb(counts.content);
+        return Ok((segments.closed, pages, excluded));
+    }
+    let mut ranges = reader_ranges(plan, None)?;
+    for range in ranges.by_ref() {
+        let range = range?;
+        pages += range.end - range.start;
+        let mut pfn = range.start;
+        while pfn < range.end {
+            let end = segments.run_end(pfn).min(range.end);
+            segments.pages(pfn..end, 0);
+            pfn = end;
         }
     }
     segments.gap();
-    Ok((segments.closed, pages))
-}
-
-/// The classification counts of the metadata filter, and the seconds it took.
-fn classify(vmcore: &Vmcore, filters: Filters<'_>) -> Result<(ClassCounts, Option<f64>), DumpError> {
-    let mut counts = ClassCounts::default();
-    let Some(filter) = filters.0 else { return Ok((counts, None)) };
-    let started = std::time::Instant::now();
-    let phys = vmcore.phys();
-    let mut cursor = filter.cursor()?;
-    for_each_bitmap_window(phys.max_pfn().div_ceil(8), phys, Some(cursor.as_mut()), &mut counts, |_| Ok(()))?;
-    Ok((counts, Some(started.elapsed().as_secs_f64())))
+    Ok((segments.closed, pages, ranges.counts()))
 }
 
 /// The writing side: page data back to back, program headers as their
@@ -244,60 +232,43 @@ impl ElfOut<'_, '_> {
     }
 }
 
-/// Dumps `vmcore` into `sink` as an ELF64 core, leaving out what the
-/// `filters` and the dump level exclude.
+/// Dumps what `plan` says into `sink` as an ELF64 core.
 ///
 /// # Errors
-/// [`DumpError`]; nothing is written for an unsupported request.
-pub fn dump_elf(
-    vmcore: &Vmcore,
-    filters: Filters<'_>,
-    config: &DumpConfig,
-    sink: &mut dyn Sink,
-) -> Result<DumpReport, DumpError> {
-    check_level(config.dump_level, filters.0.is_some())?;
-    if config.piece.is_some() {
-        return Err(DumpError::Unsupported("split pieces are kdump files, not ELF".into()));
-    }
-    let (excluded, classify_seconds) = classify(vmcore, filters)?;
-    let (loads, pages) = count_segments(vmcore, filters, config)?;
-    let notes = &vmcore.elf().notes.bytes;
-    let layout = CoreLayout::new(loads, notes.len() as u64, vmcore.page_size());
+/// [`DumpError`].
+pub(super) fn dump_elf(plan: &Plan<'_>, sink: &mut dyn Sink) -> Result<DumpReport, DumpError> {
+    let started = std::time::Instant::now();
+    let (loads, pages, excluded) = count_segments(plan)?;
+    let classify_seconds = started.elapsed().as_secs_f64();
+    let (input, ram) = (plan.input(), plan.ram());
+    let notes = &input.elf().notes.bytes;
+    let layout = CoreLayout::new(loads, notes.len() as u64, input.page_size());
     let mut out = ElfOut {
         sink,
         layout,
-        machine: vmcore.elf().machine,
-        segments: Segments::new(vmcore.phys(), vmcore.page_size()),
+        machine: input.elf().machine,
+        segments: Segments::new(ram, input.page_size()),
         phdrs: Vec::with_capacity(PHDR_CACHE * ELF64_PHDR_SIZE),
         phdrs_index: 0,
         data_end: layout.data_offset,
         pages: 0,
     };
     out.begin(notes)?;
-    let mut progress = Progress::new("Copying data", pages, config.progress);
-    let (counts, ran) = run_pages(vmcore, None, filters, config, |slot| {
+    let mut progress = Progress::new("Copying data", pages, plan.run().progress);
+    let pass = Pass { piece: None, threads: plan.run().threads, encode: false };
+    let (counts, ran) = run_pages(plan, pass, |slot| {
         out.write_slot(slot)?;
         progress.update(out.pages);
         Ok(())
     })?;
     progress.finish();
-    let incomplete = cut_short(ran, config)?;
+    let incomplete = cut_short(ran, plan)?;
     let (pages_in_file, bytes_written) = out.finish(incomplete.is_some())?;
-    Ok(DumpReport {
-        dump_level: config.dump_level,
-        max_mapnr: vmcore.phys().max_pfn(),
-        ram_pages: vmcore.phys().ram_pages(),
-        pages_in_file,
-        incomplete,
-        excluded,
-        plugin_excluded: counts.plugin_excluded,
-        filter_failures: super::filter_failures(filters.1),
-        classify_seconds,
-        zero_pages: counts.zero_pages,
-        encode: counts.encode,
+    Ok(DumpReport::new(plan, excluded, ram.max_pfn(), pages_in_file, incomplete).with_run(
+        plan,
+        counts.encode,
         bytes_written,
-        compressor: None,
-        plugin_failure: None,
-        mmap_fallback: counts.mmap_fallback,
-    })
+        counts.mmap_fallback,
+        Some(classify_seconds),
+    ))
 }

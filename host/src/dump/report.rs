@@ -3,7 +3,9 @@
 use std::fmt::Write;
 
 use crate::classify::ClassCounts;
-use crate::codec::EncodeStats;
+use crate::codec::{Codec, EncodeStats};
+use crate::exclude::Counts;
+use crate::plan::Plan;
 
 /// The counts of one dump.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +45,53 @@ pub struct DumpReport {
 }
 
 impl DumpReport {
+    /// The report of a dump of `plan`, once its pages are written: what was
+    /// `excluded`, the pfns the bitmaps cover, the pages with a descriptor,
+    /// and why it stopped short, if it did.
+    pub(super) fn new(
+        plan: &Plan<'_>,
+        excluded: Counts,
+        max_mapnr: u64,
+        pages_in_file: u64,
+        incomplete: Option<String>,
+    ) -> Self {
+        Self {
+            dump_level: plan.level(),
+            max_mapnr,
+            ram_pages: plan.ram().ram_pages(),
+            pages_in_file,
+            incomplete,
+            excluded: excluded.classes,
+            plugin_excluded: excluded.plugins,
+            filter_failures: plan.exclusion().plugins().failures(),
+            classify_seconds: None,
+            zero_pages: excluded.zero,
+            encode: EncodeStats::default(),
+            bytes_written: 0,
+            compressor: plan.codec().map(|c| c.name().to_owned()),
+            plugin_failure: plan.codec().and_then(Codec::failure).map(|e| e.to_string()),
+            mmap_fallback: None,
+        }
+    }
+
+    /// With what the pipeline counted: the encoders, the bytes written,
+    /// the mmap fallback, and the seconds of the classification pass (kept
+    /// only when the metadata stages ran).
+    pub(super) fn with_run(
+        mut self,
+        plan: &Plan<'_>,
+        encode: EncodeStats,
+        bytes_written: u64,
+        mmap_fallback: Option<String>,
+        classify_seconds: Option<f64>,
+    ) -> Self {
+        self.encode = encode;
+        self.bytes_written = bytes_written;
+        self.mmap_fallback = mmap_fallback;
+        self.classify_seconds = classify_seconds.filter(|_| plan.exclusion().metadata().is_some());
+        self
+    }
+
     /// Whether the dump is complete but some pages were stored raw because
     /// the plugin failed.
     pub fn is_degraded(&self) -> bool {

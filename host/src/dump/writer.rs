@@ -20,9 +20,9 @@ use vmdump_format::kdump::{
 use vmdump_format::phys::PhysMap;
 
 use super::DumpError;
-use super::filter::{WINDOW_PFNS, WindowFilter};
 use super::slot::{PageRecord, Slot};
 use crate::classify::ClassCounts;
+use crate::exclude::{WINDOW_PFNS, WindowFilter, for_each_window};
 use crate::output::sink::{Sink, SinkError};
 
 /// Bytes of the descriptor cache: small, so that when the disk fills, few
@@ -117,85 +117,6 @@ pub struct Preamble<'a> {
     pub piece_pages: Option<u64>,
 }
 
-/// Sets the bits of RAM pfns in `[first, first + 8 * out.len())`.
-fn fill_bitmap(phys: &PhysMap, first: u64, out: &mut [u8]) {
-    out.fill(0);
-    let end = first + 8 * out.len() as u64;
-    for run in phys.runs().iter().filter(|r| r.end_pfn > first && r.start_pfn < end) {
-        for pfn in run.start_pfn.max(first)..run.end_pfn.min(end) {
-            let bit = pfn - first;
-            out[(bit / 8) as usize] |= 1 << (bit % 8);
-        }
-    }
-}
-
-/// One window of the bitmaps: RAM pfns (1st bitmap) and those the
-/// metadata filter keeps (the 2nd bitmap before any page is read).
-pub struct BitmapWindow<'b> {
-    /// Pfn of bit 0.
-    pub first_pfn: u64,
-    /// Byte offset of the window in each bitmap.
-    pub offset: u64,
-    /// RAM bits.
-    pub ram: &'b [u8],
-    /// Kept bits.
-    pub kept: &'b [u8],
-}
-
-/// Number of set bits of `bits` with index in `from..to`.
-pub fn count_bits(bits: &[u8], from: u64, to: u64) -> u64 {
-    let to = to.min(8 * bits.len() as u64);
-    let (mut n, mut i) = (0, from);
-    while i < to {
-        if i % 8 == 0 && to - i >= 8 {
-            n += u64::from(bits[(i / 8) as usize].count_ones());
-            i += 8;
-        } else {
-            n += u64::from(bits[(i / 8) as usize] >> (i % 8) & 1);
-            i += 1;
-        }
-    }
-    n
-}
-
-/// Walks the bitmaps window by window, running `filter` on each (the
-/// classification pass) and handing the bits to `each`.
-///
-/// # Errors
-/// The filter's error or `each`'s.
-pub fn for_each_bitmap_window(
-    bitmap_len: u64,
-    phys: &PhysMap,
-    mut filter: Option<&mut (dyn WindowFilter + '_)>,
-    counts: &mut ClassCounts,
-    mut each: impl FnMut(BitmapWindow<'_>) -> Result<(), DumpError>,
-) -> Result<(), DumpError> {
-    let chunk_bytes = (WINDOW_PFNS / 8) as usize;
-    let mut ram = vec![0u8; chunk_bytes.min(bitmap_len as usize)];
-    let mut kept = ram.clone();
-    let mut excluded = Vec::new();
-    let mut done = 0u64;
-    while done < bitmap_len {
-        let len = (bitmap_len - done).min(chunk_bytes as u64) as usize;
-        let first = done * 8;
-        fill_bitmap(phys, first, &mut ram[..len]);
-        kept[..len].copy_from_slice(&ram[..len]);
-        if let Some(filter) = filter.as_deref_mut() {
-            let end = (first + 8 * len as u64).min(phys.max_pfn());
-            excluded.clear();
-            excluded.resize((end.saturating_sub(first)).div_ceil(64) as usize, 0u64);
-            if end > first {
-                filter.exclude(first..end, &|pfn| phys.is_ram(pfn), &mut excluded, counts)?;
-            }
-            let words = excluded.iter().flat_map(|w| w.to_le_bytes());
-            kept[..len].iter_mut().zip(words).for_each(|(d, x)| *d &= !x);
-        }
-        each(BitmapWindow { first_pfn: first, offset: done, ram: &ram[..len], kept: &kept[..len] })?;
-        done += len as u64;
-    }
-    Ok(())
-}
-
 /// What the first pass counted: the pages the metadata filter keeps, in
 /// the whole machine and in the split piece being written.
 #[derive(Debug, Clone, Copy, Default)]
@@ -217,26 +138,22 @@ pub struct KeptPages {
 pub fn write_bitmaps(
     sink: &mut dyn Sink,
     layout: &Layout,
-    phys: &PhysMap,
+    ram: &PhysMap,
     filter: Option<&mut (dyn WindowFilter + '_)>,
     counts: &mut ClassCounts,
     piece: Option<&Range<u64>>,
 ) -> Result<KeptPages, DumpError> {
     let mut kept = KeptPages::default();
     let zeros = vec![0u8; ((WINDOW_PFNS / 8) as usize).min(layout.bitmap_len as usize)];
-    for_each_bitmap_window(layout.bitmap_len, phys, filter, counts, |w| {
-        let bits = 8 * w.kept.len() as u64;
-        kept.total += count_bits(w.kept, 0, bits);
-        let (from, to) = piece.map_or((0, bits), |p| {
-            (p.start.saturating_sub(w.first_pfn).min(bits), p.end.saturating_sub(w.first_pfn).min(bits))
-        });
-        kept.in_piece += count_bits(w.kept, from, to);
+    for_each_window(layout.bitmap_len, ram, filter, counts, |w| {
+        kept.total += w.kept_in(&(0..u64::MAX));
+        kept.in_piece += w.kept_in(piece.unwrap_or(&(0..u64::MAX)));
         sink.write_at(layout.bitmap1_offset + w.offset, w.ram)?;
         // Zeros without a piece: the blocks are taken while there is room,
         // so an incomplete dump can still close its bitmap.
         let second = if piece.is_some() { w.kept } else { &zeros[..w.kept.len()] };
         sink.write_at(layout.bitmap2_offset + w.offset, second)?;
-        Ok(())
+        Ok::<(), DumpError>(())
     })?;
     Ok(kept)
 }
@@ -277,8 +194,16 @@ impl<'s> KdumpWriter<'s> {
     /// Writes the data of one encoded slot and queues its descriptors.
     ///
     /// # Errors
-    /// The sink's error.
-    pub fn write_slot(&mut self, slot: &Slot) -> Result<(), SinkError> {
+    /// The sink's error; [`DumpError::Internal`] when the slot holds more
+    /// pages than the descriptor table has room left for (the pages changed
+    /// between the passes): nothing of it is written.
+    pub fn write_slot(&mut self, slot: &Slot) -> Result<(), DumpError> {
+        if self.pages + self.dropped + slot.records.len() as u64 > self.expected_pages {
+            return Err(DumpError::Internal(format!(
+                "more pages than the {} descriptors the first pass counted: the input changed between the passes",
+                self.expected_pages
+            )));
+        }
         self.sink.write_at(self.data_end, &slot.data)?;
         let mut offset = self.data_end;
         for (pfn, record) in (slot.pages.first_pfn()..).zip(&slot.records) {

@@ -21,7 +21,8 @@ use vmdump_format::kdump::reader::BitCursor;
 use super::Decoder;
 use super::descs::Descriptors;
 use crate::classify::ClassCounts;
-use crate::dump::{DumpError, MetadataFilter, WindowFilter, is_zero_page};
+use crate::exclude::content::is_zero_page;
+use crate::exclude::{ExcludeError, MetadataFilter, WindowFilter};
 
 /// What the image holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -148,7 +149,7 @@ pub struct InputExclusions<'r> {
 }
 
 impl MetadataFilter for InputExclusions<'_> {
-    fn cursor(&self) -> Result<Box<dyn WindowFilter + '_>, DumpError> {
+    fn cursor(&self) -> Result<Box<dyn WindowFilter + '_>, ExcludeError> {
         Ok(Box::new(InputCursor { stored: self.reader.dumpable_cursor(), lost: &self.lost }))
     }
 }
@@ -165,7 +166,7 @@ impl WindowFilter for InputCursor<'_> {
         is_ram: &dyn Fn(u64) -> bool,
         excluded: &mut [u64],
         counts: &mut ClassCounts,
-    ) -> Result<(), DumpError> {
+    ) -> Result<(), ExcludeError> {
         for pfn in window.clone().filter(|&pfn| is_ram(pfn)) {
             if !self.stored.bit(pfn)? || self.lost.binary_search(&pfn).is_ok() {
                 let i = pfn - window.start;

@@ -237,9 +237,9 @@ pub fn parse(args: &[String]) -> anyhow::Result<Request> {
 /// `--check-params`: the command line as a dump would take it, the profile
 /// and the compressor it names, without opening VMCORE or creating any
 /// file (mkdumprd passes the words `vmcore` and `dumpfile`).
-fn check_params(request: &Request, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
+fn check_params(request: &Request, base: &Profile, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
     let Request::Dump(dump, _) = request else { return Ok(()) };
-    let profile = dump.profile()?;
+    let profile = dump.apply_to(base.clone())?;
     let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
     if profile.compress.plugin != "none" && !dump.elf {
         registry.compressor(&profile.compress.plugin)?;
@@ -265,10 +265,10 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
     };
     match request {
         Request::Check(request) => {
-            check_params(&request, plugin_dirs).context(INVALID)?;
+            check_params(&request, &profile, plugin_dirs).context(INVALID)?;
             Ok(Outcome::Success)
         }
-        Request::Dump(dump, levels) => dump_at_levels(*dump, &levels, plugin_dirs),
+        Request::Dump(dump, levels) => dump_at_levels(*dump, &levels, &profile, plugin_dirs),
         Request::Rearrange(out, force) => {
             let mut file = super::dump::create_output(&out, force)?;
             let mut input = std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock());
@@ -311,13 +311,12 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
 fn dump_at_levels(
     mut dump: DumpArgs,
     levels: &[DumpLevel],
+    base: &Profile,
     plugin_dirs: &[PathBuf],
 ) -> anyhow::Result<Outcome> {
     let convert = |dump: &DumpArgs| {
-        super::convert::run(
-            &super::convert::ConvertArgs { pieces: Vec::new(), dump: dump.clone() },
-            plugin_dirs,
-        )
+        let args = super::convert::ConvertArgs { pieces: Vec::new(), dump: dump.clone() };
+        super::convert::convert_with(&args, &dump.apply_to(base.clone())?, plugin_dirs)
     };
     let retry = dump.output != Path::new("-");
     for (i, level) in levels.iter().enumerate() {

@@ -1,0 +1,141 @@
+//! The dumped kernel as one run sees it, opened once: its memory through
+//! its own page tables (`crate::xlat`), its memory sections, where its
+//! memory ends, its utsname and its struct pages. The dump level's
+//! classifier, the filter plugins that read struct pages and the dump
+//! header all take what they need from here (kdump-format.md §4, §5.2).
+
+use vmdump_format::kdump::Utsname;
+use vmdump_format::vmcoreinfo::VmcoreInfo;
+
+use crate::classify::{ClassifyError, PageClassifier};
+use crate::input::Vmcore;
+use crate::level::DumpLevel;
+use crate::xlat::{KernelMemory, PhysRead, SectionTable, XlatError};
+
+/// The kernel's memory and tables.
+pub struct KernelView<'v> {
+    memory: KernelMemory<'v, Vmcore>,
+    info: &'v VmcoreInfo,
+    /// The memory sections, or why they cannot be read.
+    sections: Result<SectionTable, String>,
+}
+
+impl<'v> KernelView<'v> {
+    /// Opens the kernel's memory of `vmcore` and reads its memory sections;
+    /// `None` when the vmcore has no VMCOREINFO.
+    ///
+    /// # Errors
+    /// The page tables cannot be read (an unreadable section table is not
+    /// an error here: [`KernelView::sections`] says why).
+    pub fn open(vmcore: &'v Vmcore) -> Result<Option<Self>, XlatError> {
+        let Some(info) = vmcore.vmcoreinfo() else { return Ok(None) };
+        let memory = KernelMemory::open(vmcore, info, &vmcore.elf().loads)?;
+        let sections = match info.symbol("mem_section") {
+            Some(_) => SectionTable::read(&memory, info, vmcore.phys().max_pfn()).map_err(|e| e.to_string()),
+            None => Err("VMCOREINFO has no SYMBOL(mem_section)".to_owned()),
+        };
+        Ok(Some(Self { memory, info, sections }))
+    }
+
+    /// Kernel virtual memory.
+    pub fn memory(&self) -> &KernelMemory<'v, Vmcore> {
+        &self.memory
+    }
+
+    /// The VMCOREINFO it was opened with.
+    pub fn info(&self) -> &'v VmcoreInfo {
+        self.info
+    }
+
+    /// The memory sections.
+    ///
+    /// # Errors
+    /// Why they could not be read.
+    pub fn sections(&self) -> Result<&SectionTable, &str> {
+        self.sections.as_ref().map_err(String::as_str)
+    }
+
+    /// Where the kernel's memory ends: one past the last pfn of its last
+    /// present memory section (§5.2). makedumpfile reduces max_mapnr to it,
+    /// which drops segments the kernel does not manage, such as the BIOS
+    /// ROM of a QEMU dump.
+    pub fn memory_end(&self) -> Option<u64> {
+        self.sections.as_ref().ok().map(SectionTable::present_pfn_end)
+    }
+
+    /// The kernel's `init_uts_ns.name`, as the dump header carries it
+    /// (§1.2); `Ok(None)` without its symbol.
+    ///
+    /// # Errors
+    /// It cannot be read, or does not look like a utsname of this kernel.
+    pub fn utsname(&self) -> Result<Option<Utsname>, XlatError> {
+        read_utsname(&self.memory, self.info)
+    }
+
+    /// A classifier of struct pages for `level` (one per pass).
+    ///
+    /// # Errors
+    /// VMCOREINFO lacks what the level's bits need, or the sections are
+    /// unreadable.
+    pub fn classifier(&self, level: DumpLevel) -> Result<PageClassifier<'_, Vmcore>, ClassifyError> {
+        let sections = self.sections.as_ref().map_err(|why| ClassifyError::Sections(why.clone()))?;
+        PageClassifier::new(&self.memory, self.info, sections, level)
+    }
+
+    /// A reader of struct pages for one thread; `None` without sections.
+    pub fn struct_pages(&self) -> Option<StructPages<'_, 'v>> {
+        let sections = self.sections.as_ref().ok()?;
+        let size = self.info.size("page").unwrap_or(64) as usize;
+        Some(StructPages { view: self, sections, size, chunk: None, bytes: Vec::new() })
+    }
+}
+
+/// Struct pages read 64 at a time (one read per 64 pfns, never per page).
+pub struct StructPages<'a, 'v> {
+    view: &'a KernelView<'v>,
+    sections: &'a SectionTable,
+    size: usize,
+    chunk: Option<u64>,
+    bytes: Vec<u8>,
+}
+
+/// Pfns per struct page read (sections hold a multiple of it).
+const STRUCT_PAGE_CHUNK: u64 = 64;
+
+impl StructPages<'_, '_> {
+    /// The struct page of `pfn`, or `None` when it cannot be read.
+    pub fn get(&mut self, pfn: u64) -> Option<&[u8]> {
+        let chunk = pfn / STRUCT_PAGE_CHUNK;
+        if self.chunk != Some(chunk) {
+            self.chunk = None;
+            let vaddr = self.sections.mem_map_of(chunk * STRUCT_PAGE_CHUNK)?;
+            self.bytes.resize(self.size * STRUCT_PAGE_CHUNK as usize, 0);
+            self.view.memory.read_virt(vaddr, &mut self.bytes).ok()?;
+            self.chunk = Some(chunk);
+        }
+        let at = (pfn % STRUCT_PAGE_CHUNK) as usize * self.size;
+        Some(&self.bytes[at..at + self.size])
+    }
+}
+
+/// Where `init_uts_ns.name` is: `OFFSET(uts_namespace.name)` into
+/// `init_uts_ns`, or 4 (after the `kref`) for kernels that do not say.
+fn uts_address(info: &VmcoreInfo) -> Option<u64> {
+    let offset = info.offset("uts_namespace.name").unwrap_or(4);
+    info.symbol("init_uts_ns")?.checked_add(offset)
+}
+
+/// The kernel's `new_utsname`; `Ok(None)` without its symbol, an error
+/// when it cannot be read or does not look like one.
+fn read_utsname<R: PhysRead>(
+    memory: &KernelMemory<'_, R>,
+    info: &VmcoreInfo,
+) -> Result<Option<Utsname>, XlatError> {
+    let Some(vaddr) = uts_address(info) else { return Ok(None) };
+    let mut raw = [0u8; Utsname::SIZE];
+    memory.read_virt(vaddr, &mut raw)?;
+    let osrelease = info.osrelease();
+    Utsname::from_kernel(&raw, osrelease)
+        .map(Some)
+        .ok_or_else(|| XlatError::NotUtsname { vaddr, osrelease: osrelease.unwrap_or("?").to_owned() })
+}
