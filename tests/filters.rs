@@ -5,7 +5,7 @@ mod support;
 
 use std::path::Path;
 
-use support::dumps::{dump_counts, libkdumpfile_compare, vmdump, vmdump_ok};
+use support::dumps::{descriptor_slots, dump_counts, libkdumpfile_compare, vmdump, vmdump_ok};
 use support::synthetic::*;
 use support::temp_dir;
 use vmdump_format::synth::{self, SynthSpec};
@@ -171,6 +171,36 @@ fn the_example_filter_plugins_named_in_a_profile_exclude_what_they_say() {
 }
 
 #[test]
+fn a_metadata_filter_plugin_leaves_no_unused_descriptor_slot() {
+    let dir = temp_dir("dump-filter-slots");
+    let spec = SynthSpec { ram_bytes: 32 << 20, ..SynthSpec::default() };
+    let (vmcore, summary) = synthetic(&dir, spec);
+    let profile = dir.join("ranges.toml");
+    let ranges = "[[filters]]\nname = \"pfn-ranges\"\nparams = { ranges = \"0x400-0x500,0x1000-0x1800\" }\n";
+    std::fs::write(&profile, ranges).unwrap();
+    let in_ranges = |pfn: &u64| (0x400..0x500).contains(pfn) || (0x1000..0x1800).contains(pfn);
+    let ram = synth::ram_ranges(&spec).into_iter().flat_map(|r| r.start / 4096..r.end.div_ceil(4096));
+    let excluded = ram.filter(in_ranges).count() as u64;
+    assert!(excluded > 256, "the ranges hold RAM ({excluded} pages)");
+    for level in ["0", "1"] {
+        let out = dir.join(format!("out-{level}"));
+        let args = ["dump", "-d", level, "--compress", "lzo", "--profile"].map(OsArg::from);
+        let files = [profile.as_path().into(), vmcore.as_path().into(), out.as_path().into()];
+        let stderr = vmdump_ok(args.into_iter().chain(files));
+        assert!(
+            stderr.contains(&format!("Filter          : pfn-ranges: {excluded} pages excluded")),
+            "{stderr}"
+        );
+        let pages = dump_counts(&out).pages_in_file;
+        assert_eq!(pages, summary.ram_pages - excluded, "-d {level}");
+        assert_eq!(descriptor_slots(&out), pages, "-d {level}: the table has a slot for each page, no more");
+        let read = libkdumpfile_compare(&out, &vmcore);
+        assert_eq!((read.different, read.missing), (0, excluded), "-d {level}: {}", read.raw);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn a_failing_filter_plugin_is_disabled_and_its_pages_kept() {
     let dir = temp_dir("dump-flaky-filter");
     let plugins = temp_dir("dump-flaky-filter-plugins");
@@ -188,6 +218,41 @@ fn a_failing_filter_plugin_is_disabled_and_its_pages_kept() {
     );
     let read = libkdumpfile_compare(&out, &vmcore);
     assert_eq!((read.equal, read.missing), (summary.ram_pages, 0), "{}", read.raw);
+}
+
+#[test]
+fn a_metadata_filter_plugin_that_fails_keeps_both_passes_in_step() {
+    let dir = temp_dir("dump-fickle-filter");
+    let (vmcore, summary) = synthetic(&dir, SynthSpec { ram_bytes: 32 << 20, ..SynthSpec::default() });
+    let profile = dir.join("fickle.toml");
+    std::fs::write(&profile, "[[filters]]\nname = \"fickle\"\n").unwrap();
+    for (context, code, words) in [(0, 3, "filter fickle failed"), (1, 1, "failed on the second pass")] {
+        let plugins = temp_dir(&format!("dump-fickle-filter-{context}"));
+        build_c_filter_with(
+            &plugins,
+            "fickle_filter.c",
+            "libfickle.so",
+            &[&format!("FAIL_IN_CONTEXT={context}")],
+        );
+        let out = dir.join(format!("out-{context}"));
+        let options =
+            ["--plugin-dir".as_ref(), plugins.as_os_str(), "--profile".as_ref(), profile.as_os_str()];
+        let (status, stderr) = dump_status(&options, &vmcore, &out);
+        assert_eq!(status, Some(code), "failing in context {context}: {stderr}");
+        assert!(stderr.contains(words) && stderr.contains("fickle at pfn"), "{stderr}");
+        let counts = dump_counts(&out);
+        let read = libkdumpfile_compare(&out, &vmcore);
+        assert_eq!(read.different, 0, "context {context}: {}", read.raw);
+        assert_eq!(read.equal, counts.pages_in_file, "context {context}: every page in the file reads back");
+        if context == 0 {
+            assert_eq!(counts.status & 0x8, 0, "complete");
+            assert_eq!(descriptor_slots(&out), counts.pages_in_file, "no unused slot");
+            assert!(counts.pages_in_file > summary.ram_pages * 9 / 10, "pages kept once it failed");
+        } else {
+            assert_eq!(counts.status & 0x8, 0x8, "flagged incomplete");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

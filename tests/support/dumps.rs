@@ -222,6 +222,23 @@ pub fn dump_counts(path: &Path) -> DumpCounts {
     }
 }
 
+/// Descriptor slots of a plain dump's table: from its start to the first
+/// page data (which follows the table directly), one per 24 bytes. Equal to
+/// the pages in the file when no slot is left unused.
+pub fn descriptor_slots(path: &Path) -> u64 {
+    let bytes = std::fs::read(path).expect("read dump");
+    let header = DiskDumpHeader::decode(&bytes).expect("header");
+    let bs = header.block_size as usize;
+    let bitmap_len = header.bitmap_blocks as usize / 2 * bs;
+    let descs = (1 + header.sub_hdr_size as usize) * bs + 2 * bitmap_len;
+    let pages = popcount(&bytes[descs - bitmap_len..descs]) as usize;
+    let data = (0..pages)
+        .map(|i| PageDesc::decode(&bytes[descs + i * PAGE_DESC_SIZE..]).expect("descriptor").offset)
+        .min()
+        .expect("a page in the file");
+    (data - descs as u64) / PAGE_DESC_SIZE as u64
+}
+
 /// The decompressed real vmcores and makedumpfile's expected output.
 pub struct Fixture {
     /// `vmcore-S` or `vmcore-SK`.

@@ -89,10 +89,16 @@ pub fn overwrite_page(vmcore: &Path, pfn: u64, fill: &[u8; 8]) {
 
 /// Compiles `tests/plugins/SOURCE` into `DIR/SO`.
 pub fn build_c_filter(dir: &Path, source: &str, so: &str) -> PathBuf {
+    build_c_filter_with(dir, source, so, &[])
+}
+
+/// [`build_c_filter`] with `-D` definitions.
+pub fn build_c_filter_with(dir: &Path, source: &str, so: &str, defines: &[&str]) -> PathBuf {
     let out = dir.join(so);
     let status = Command::new("cc")
         .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-I"])
         .arg(super::workspace_root().join("sdk/include"))
+        .args(defines.iter().map(|d| format!("-D{d}")))
         .arg(super::workspace_root().join("tests/plugins").join(source))
         .arg("-o")
         .arg(&out)
