@@ -5,9 +5,9 @@
 # Usage:
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   default: 600 s, every target
 #   scripts/fuzz.sh --export [TARGET...]                copy the minimised corpus into
-#                                                       host/format/tests/fuzz-corpus/
+#                                                       host/fuzzing/tests/fuzz-corpus/
 #
-# Targets (fuzz/fuzz_targets/, harness in host/format/src/fuzzing.rs):
+# Targets (fuzz/fuzz_targets/, harness in the crate vmdump-fuzzing, host/fuzzing/):
 #   elf kdump flat vmcoreinfo
 #
 # Steps: install cargo-fuzz if missing; build the release binary and make
@@ -67,17 +67,17 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/vmdump-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 # --export: the minimised corpus becomes the regression corpus of
-# tests/fuzz_corpus.rs. Files named regress-* (inputs that crashed once)
-# are kept; the rest is replaced by a greedy set cover of the corpus's
-# coverage (from a libFuzzer -merge control file): edges first, then
-# features, the file with the most new ones per byte first, within
+# host/fuzzing/tests/fuzz_corpus.rs. Files named regress-* (inputs that
+# crashed once) are kept; the rest is replaced by a greedy set cover of the
+# corpus's coverage (from a libFuzzer -merge control file): edges first,
+# then features, the file with the most new ones per byte first, within
 # EXPORT_MAX_FILES and EXPORT_MAX_BYTES.
 export_corpus() {
     local t src dst bin ctl
     build_targets
     for t in "$@"; do
         src=$FUZZ/corpus/$t
-        dst=$ROOT/host/format/tests/fuzz-corpus/$t
+        dst=$ROOT/host/fuzzing/tests/fuzz-corpus/$t
         bin=$BUILT/$t
         if [[ ! -d $src ]] || (($(count_files "$src") == 0)); then
             echo "no corpus for $t in $src: run scripts/fuzz.sh first" >&2
@@ -164,7 +164,7 @@ fi
 # 2. seeds
 echo "== seeds"
 cargo build --release --locked -q
-cargo run --release --locked -q -p vmdump-format --example fuzz_seeds -- "$FUZZ/seeds"
+cargo run --release --locked -q -p vmdump-fuzzing --example fuzz_seeds -- "$FUZZ/seeds"
 VMDUMP=$MAIN_TARGET/release/vmdump
 "$VMDUMP" synth --size 8M --data-percent 1 "$work/vmcore" >/dev/null
 mkdir -p "$FUZZ/seeds/kdump" "$FUZZ/seeds/flat"

@@ -12,7 +12,7 @@ use support::dumps::libkdumpfile_compare;
 use support::synthetic::{kernel_spec, synthetic};
 use support::{temp_dir, workspace_root};
 use vmdump_format::kdump::DiskDumpHeader;
-use vmdump_format::synth::Flavour;
+use vmdump_synth::Flavour;
 
 /// The vmdump binary copied into `dir`, with `makedumpfile` linked to it.
 fn binary_alone(dir: &Path) -> PathBuf {

@@ -8,7 +8,7 @@ use std::process::Command;
 use support::dumps::vmdump;
 use support::synthetic::*;
 use support::temp_dir;
-use vmdump_format::synth::SynthSpec;
+use vmdump_synth::SynthSpec;
 
 #[test]
 fn makedumpfile_mode_prints_makedumpfiles_messages_at_each_level() {

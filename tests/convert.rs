@@ -11,7 +11,7 @@ use support::dumps::{
 };
 use support::synthetic::{OsArg, dump_with, expect_failure, kernel_spec, synthetic};
 use support::temp_dir;
-use vmdump_format::synth::Flavour;
+use vmdump_synth::Flavour;
 
 fn convert(input: &Path, out: &Path, extra: &[&str]) -> String {
     let mut args: Vec<OsArg> = vec!["convert".into(), "--no-progress".into()];

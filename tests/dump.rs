@@ -11,7 +11,7 @@ use std::process::Command;
 use support::dumps::{dump_counts, libkdumpfile_compare, vmdump, vmdump_ok};
 use support::synthetic::*;
 use support::{build_c_plugin_with, temp_dir};
-use vmdump_format::synth::SynthSpec;
+use vmdump_synth::SynthSpec;
 
 #[test]
 fn every_compressor_round_trips_through_libkdumpfile() {
@@ -292,14 +292,14 @@ fn a_failing_mmap_switches_to_pread_by_itself_and_the_output_is_the_same() {
 fn the_header_carries_the_kernels_own_utsname() {
     use vmdump_format::kdump::{DiskDumpHeader, Utsname};
     let dir = temp_dir("dump-utsname");
-    let (vmcore, _) = synthetic(&dir, kernel_spec(vmdump_format::synth::Flavour::Linux6_1));
+    let (vmcore, _) = synthetic(&dir, kernel_spec(vmdump_synth::Flavour::Linux6_1));
     let out = dir.join("dump");
     dump_with(&vmcore, &out, &["-d", "31"]);
     let header = DiskDumpHeader::decode(&std::fs::read(&out).unwrap()).unwrap();
     let field = |i| String::from_utf8_lossy(header.utsname.get(i)).into_owned();
     // What the synthetic kernel's init_uts_ns holds (synth::kernel::build).
     assert_eq!(field(Utsname::NODENAME), "synth");
-    assert_eq!(field(Utsname::RELEASE), vmdump_format::synth::kernel::OSRELEASE);
+    assert_eq!(field(Utsname::RELEASE), vmdump_synth::kernel::OSRELEASE);
     assert_eq!(field(Utsname::VERSION), "#1 SMP PREEMPT_DYNAMIC synth");
     assert_eq!(field(Utsname::DOMAINNAME), "(none)");
     assert_eq!(field(Utsname::MACHINE), "x86_64");

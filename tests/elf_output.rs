@@ -13,7 +13,7 @@ use support::dumps::{
 use support::synthetic::{OsArg, dump_status, dump_with, expect_failure, kernel_spec, synthetic};
 use support::temp_dir;
 use vmdump_format::elf::ElfVmcore;
-use vmdump_format::synth::{Flavour, SynthSpec};
+use vmdump_synth::{Flavour, SynthSpec};
 
 /// Dumps `vmcore` at `level` as ELF and as kdump, and checks the ELF against both.
 fn check_elf_dump(vmcore: &Path, dir: &Path, level: &str) -> PathBuf {

@@ -8,7 +8,7 @@ use std::path::Path;
 use support::dumps::{descriptor_slots, dump_counts, libkdumpfile_compare, vmdump, vmdump_ok};
 use support::synthetic::*;
 use support::temp_dir;
-use vmdump_format::synth::{self, SynthSpec};
+use vmdump_synth::{self as synth, SynthSpec};
 
 /// Excludes every fifth pfn and one block, as free pages.
 struct EveryFifth;

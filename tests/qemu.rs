@@ -20,7 +20,7 @@ use vmdump::xlat::KernelMemory;
 use vmdump_format::kdump::{
     DISK_DUMP_HEADER_SIZE, DiskDumpHeader, PAGE_DESC_SIZE, PageDesc, SUB_HEADER_SIZE, SubHeader, Utsname,
 };
-use vmdump_format::synth::{self, KernelSpec, SynthSpec, SynthSummary};
+use vmdump_synth::{self as synth, KernelSpec, SynthSpec, SynthSummary};
 
 const PAGE: u64 = 4096;
 

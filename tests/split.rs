@@ -10,7 +10,7 @@ use support::dumps::{fixtures, libkdumpfile_compare, makedumpfile_ok, vmdump, vm
 use support::synthetic::{OsArg, expect_failure, kernel_spec, synthetic};
 use support::temp_dir;
 use vmdump_format::kdump::KdumpReader;
-use vmdump_format::synth::Flavour;
+use vmdump_synth::Flavour;
 
 /// `vmdump dump --split 3` of `vmcore` at `level`; returns the pieces.
 fn split(vmcore: &Path, out: &Path, level: &str, block: &str) -> Vec<PathBuf> {

@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use support::dumps::{dump_counts, fixtures, vmdump, vmdump_ok};
 use support::temp_dir;
 use vmdump_format::kdump::{KdumpReader, StoredPage};
-use vmdump_format::synth::{self, SynthSpec};
+use vmdump_synth::{self as synth, SynthSpec};
 
 fn synthetic(dir: &Path) -> PathBuf {
     let path = dir.join("vmcore");

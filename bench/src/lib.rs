@@ -5,7 +5,7 @@ pub mod system_zlib;
 
 use std::time::Instant;
 
-use vmdump_format::synth::{self, PageKind, SynthSpec};
+use vmdump_synth::{self as synth, PageKind, SynthSpec};
 
 /// Page size of the corpus.
 pub const PAGE_SIZE: usize = 4096;

@@ -1,5 +1,5 @@
 //! Fuzz target `flat`: flat::rearrange of a flattened stream into a bounded in-memory file.
-//! The harness is `vmdump_format::fuzzing::flat`, shared with tests/fuzz_corpus.rs.
+//! The harness is `vmdump_fuzzing::flat`, shared with host/fuzzing/tests/fuzz_corpus.rs.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| vmdump_format::fuzzing::flat(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| vmdump_fuzzing::flat(data));

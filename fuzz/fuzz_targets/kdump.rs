@@ -1,5 +1,5 @@
 //! Fuzz target `kdump`: the kdump-compressed structure decoders and KdumpReader: open, accessors, dumpable pfns, pages, cursors.
-//! The harness is `vmdump_format::fuzzing::kdump`, shared with tests/fuzz_corpus.rs.
+//! The harness is `vmdump_fuzzing::kdump`, shared with host/fuzzing/tests/fuzz_corpus.rs.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| vmdump_format::fuzzing::kdump(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| vmdump_fuzzing::kdump(data));

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use vmdump_format::synth::{self, SynthSpec, SynthSummary};
+use vmdump_synth::{self as synth, SynthSpec, SynthSummary};
 
 use super::dumps::{vmdump, vmdump_ok};
 

@@ -14,20 +14,31 @@
 //! | [`vmcoreinfo`] | `KEY=value` text of the VMCOREINFO note | §4.2 |
 //! | [`kdump`] | kdump-compressed header, sub header, descriptors, layout | §1.1–§1.13 |
 //! | [`flat`] | flattened stream (`-F`) and rearrangement (`-R`) | §2.1, §2.2 |
-//! | [`synth`] | synthetic sparse vmcores for tests and benchmarks | |
+//!
+//! Synthetic vmcores for tests and benchmarks are made by the crate
+//! `vmdump-synth`; the fuzz harness of these parsers is `vmdump-fuzzing`.
 //!
 //! # Example
 //!
 //! ```
-//! use vmdump_format::{elf::ElfVmcore, phys::PhysMap, synth};
+//! use vmdump_format::elf::{Endian, NT_PRSTATUS, Notes, write};
+//! use vmdump_format::kdump::Layout;
+//! use vmdump_format::vmcoreinfo::VmcoreInfo;
 //!
-//! let spec = synth::SynthSpec { ram_bytes: 4 << 20, ..Default::default() };
-//! let image = synth::to_vec(&spec).unwrap();
-//! let core = ElfVmcore::parse(&image).unwrap();
-//! let map = PhysMap::new(&core.loads, 4096).unwrap();
-//! assert_eq!(map.ram_pages(), synth::summarize(&spec).ram_pages);
-//! let info = core.vmcoreinfo().unwrap().unwrap();
+//! // The PT_NOTE payload of a one-CPU x86_64 vmcore.
+//! let e = Endian::Little;
+//! let mut bytes = write::note(e, b"CORE", NT_PRSTATUS, &[0; 336]);
+//! bytes.extend(write::note(e, b"VMCOREINFO", 0, b"OSRELEASE=6.1.0\nPAGESIZE=4096\n"));
+//! let notes = Notes::from_bytes(bytes, e).unwrap();
+//! assert_eq!(notes.nr_cpus, 1);
+//! let info = VmcoreInfo::parse(notes.vmcoreinfo_bytes().unwrap()).unwrap();
 //! assert_eq!(info.page_size(), Some(4096));
+//!
+//! // Where a kdump-compressed file of 1 GiB of RAM puts its parts (§1.13).
+//! let layout = Layout::from_notes(1 << 18, 4096, &notes, 1 << 18).unwrap();
+//! assert_eq!(layout.offset_note, 4096 + 104);
+//! assert_eq!(layout.bitmap1_offset, 2 * 4096);
+//! assert_eq!(layout.data_offset, layout.page_desc_offset + 24 * (1 << 18));
 //! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -35,12 +46,9 @@
 pub mod elf;
 pub mod error;
 pub mod flat;
-#[doc(hidden)]
-pub mod fuzzing;
 pub mod kdump;
 pub mod phys;
 pub mod read_at;
-pub mod synth;
 pub mod vmcoreinfo;
 
 pub use error::FormatError;

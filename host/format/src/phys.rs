@@ -80,8 +80,13 @@ pub struct PhysMap {
     ram_before: Vec<u64>,
 }
 
-/// Checks that `page_size` is a power of two in 512..=1 MiB.
-pub(crate) fn check_page_size(page_size: u64) -> Result<(), FormatError> {
+/// Checks that `page_size` is a page size the formats accept: a power of
+/// two in 512..=1 MiB (what [`PhysMap::new`] and the kdump layout require).
+///
+/// # Errors
+///
+/// [`FormatError::BadPageSize`] otherwise.
+pub fn check_page_size(page_size: u64) -> Result<(), FormatError> {
     if page_size.is_power_of_two() && (512..=1 << 20).contains(&page_size) {
         Ok(())
     } else {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use vmdump_format::synth::{self, KernelSpec, SynthSpec};
+use vmdump_synth::{self as synth, KernelSpec, SynthSpec};
 
 /// Options of `vmdump synth`.
 #[derive(Debug, clap::Args)]

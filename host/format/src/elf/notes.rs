@@ -198,19 +198,7 @@ impl<'a> Iterator for NoteIter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    pub(crate) fn note(e: Endian, name: &[u8], ty: u32, desc: &[u8]) -> Vec<u8> {
-        let mut v = vec![0u8; 12];
-        e.put_u32(&mut v, 0, name.len() as u32 + 1);
-        e.put_u32(&mut v, 4, desc.len() as u32);
-        e.put_u32(&mut v, 8, ty);
-        v.extend_from_slice(name);
-        v.push(0);
-        v.resize(v.len().div_ceil(4) * 4, 0);
-        v.extend_from_slice(desc);
-        v.resize(v.len().div_ceil(4) * 4, 0);
-        v
-    }
+    use crate::elf::write::note;
 
     #[test]
     fn counts_cpus_and_finds_vmcoreinfo() {

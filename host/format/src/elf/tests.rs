@@ -1,5 +1,5 @@
+use super::write::{elf_header, note, note_program_header, program_header};
 use super::*;
-use crate::synth::{self, SynthSpec, image_elf_header, image_note, image_note_phdr, image_phdr};
 
 fn load(paddr: u64, file_offset: u64, size: u64) -> LoadSegment {
     LoadSegment { paddr, vaddr: 0xffff_8880_0000_0000 + paddr, file_offset, file_size: size, mem_size: size }
@@ -10,12 +10,12 @@ fn build(e: Endian, phoff: u64, loads: &[LoadSegment], notes: &[u8], len: usize)
     let phnum = 1 + loads.len();
     let notes_off = phoff as usize + phnum * ELF64_PHDR_SIZE;
     let mut image = vec![0u8; len.max(notes_off + notes.len())];
-    image[..64].copy_from_slice(&image_elf_header(e, EM_X86_64, phoff, phnum as u16));
+    image[..64].copy_from_slice(&elf_header(e, EM_X86_64, phoff, phnum as u16));
     let mut at = phoff as usize;
-    image[at..at + 56].copy_from_slice(&image_note_phdr(e, notes_off as u64, notes.len() as u64));
+    image[at..at + 56].copy_from_slice(&note_program_header(e, notes_off as u64, notes.len() as u64));
     for l in loads {
         at += 56;
-        image[at..at + 56].copy_from_slice(&image_phdr(e, PT_LOAD, l));
+        image[at..at + 56].copy_from_slice(&program_header(e, PT_LOAD, l));
     }
     image[notes_off..notes_off + notes.len()].copy_from_slice(notes);
     image
@@ -24,41 +24,10 @@ fn build(e: Endian, phoff: u64, loads: &[LoadSegment], notes: &[u8], len: usize)
 fn cpu_notes(e: Endian, n: usize) -> Vec<u8> {
     let mut v = Vec::new();
     for _ in 0..n {
-        v.extend(image_note(e, b"CORE", NT_PRSTATUS, &[0u8; 336]));
+        v.extend(note(e, b"CORE", NT_PRSTATUS, &[0u8; 336]));
     }
-    v.extend(image_note(e, b"VMCOREINFO", 0, b"PAGESIZE=4096\nNUMBER(phys_base)=-2097152\n"));
+    v.extend(note(e, b"VMCOREINFO", 0, b"PAGESIZE=4096\nNUMBER(phys_base)=-2097152\n"));
     v
-}
-
-#[test]
-fn parses_a_synthetic_core() {
-    let spec = SynthSpec { ram_bytes: 8 << 20, nr_cpus: 3, ..Default::default() };
-    let image = synth::to_vec(&spec).unwrap();
-    let core = ElfVmcore::parse(&image).unwrap();
-    let summary = synth::summarize(&spec);
-    assert_eq!(core.endian, Endian::Little);
-    assert_eq!(core.machine, EM_X86_64);
-    assert_eq!(core.phoff, 64);
-    assert_eq!(core.loads, summary.loads);
-    assert_eq!(core.loads[0].vaddr, synth::KERNEL_TEXT_VADDR, "kernel text is the first PT_LOAD");
-    assert_eq!(core.notes.nr_cpus, 3);
-    assert_eq!(core.notes.iter().count(), 4);
-    let info = core.vmcoreinfo().unwrap().unwrap();
-    assert_eq!(info.page_size(), Some(4096));
-    assert!(info.phys_base().unwrap() < 0);
-    assert_eq!(info.number("pgtable_l5_enabled"), Some(0));
-    assert_eq!(info.size("page"), Some(64));
-    assert_eq!(info.crashtime(), Some(synth::crashtime(&spec) as i64));
-}
-
-#[test]
-fn program_headers_are_read_at_e_phoff() {
-    let spec =
-        SynthSpec { ram_bytes: 2 << 20, phoff_gap: true, unaligned_offsets: true, ..Default::default() };
-    let core = ElfVmcore::parse(&synth::to_vec(&spec).unwrap()).unwrap();
-    assert_eq!(core.phoff, synth::GAP_PHOFF);
-    assert_eq!(core.loads, synth::summarize(&spec).loads);
-    assert_ne!(core.loads[0].file_offset % 4096, 0);
 }
 
 #[test]
@@ -168,48 +137,11 @@ fn many_pt_notes_cannot_multiply_memory() {
     e.put_u64(&mut big, 32, 0x2000);
     for i in 0..phnum {
         let ph = if i == 0 {
-            image_phdr(e, PT_LOAD, &load(0, 0x1000, 0x1000))
+            program_header(e, PT_LOAD, &load(0, 0x1000, 0x1000))
         } else {
-            image_note_phdr(e, 0, 0x4000)
+            note_program_header(e, 0, 0x4000)
         };
         big[0x2000 + i * 56..0x2000 + (i + 1) * 56].copy_from_slice(&ph);
     }
     assert!(matches!(ElfVmcore::parse(&big), Err(FormatError::NotesTooLarge { .. })));
-}
-
-#[test]
-fn every_truncation_is_an_error_never_a_panic() {
-    let spec = SynthSpec { ram_bytes: 1 << 20, data_percent: 50, nr_cpus: 2, ..Default::default() };
-    let image = synth::to_vec(&spec).unwrap();
-    ElfVmcore::parse(&image).unwrap();
-    let mut cuts: Vec<usize> = (0..4096.min(image.len())).collect();
-    cuts.extend((4096..image.len()).step_by(509));
-    cuts.push(image.len() - 1);
-    for cut in cuts {
-        assert!(ElfVmcore::parse(&image[..cut]).is_err(), "truncated at {cut:#x} parsed");
-    }
-}
-
-#[test]
-fn corrupted_headers_never_panic() {
-    let spec = SynthSpec { ram_bytes: 1 << 20, nr_cpus: 2, ..Default::default() };
-    let image = synth::to_vec(&spec).unwrap();
-    let header_len = 64 + 5 * 56 + 2 * 356 + 2000;
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    for _ in 0..3000 {
-        let mut v = image.clone();
-        for _ in 0..1 + x % 4 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            v[(x % header_len as u64) as usize] ^= (x >> 32) as u8 | 1;
-        }
-        if let Ok(core) = ElfVmcore::parse(&v) {
-            let _ = core.vmcoreinfo();
-            let _ = core.notes.iter().count();
-            if let Ok(map) = crate::phys::PhysMap::new(&core.loads, 4096) {
-                let _ = (map.ram_pages(), map.locate(map.max_pfn().saturating_sub(1)));
-            }
-        }
-    }
 }

@@ -1,10 +1,11 @@
-//! Writing ELF64 cores: the file header, program headers and, past 65534
-//! program headers, the section header 0 that holds their count (PN_XNUM).
-//! Used by the ELF output of the dump (kdump-format.md §3) and by `synth`.
+//! Writing ELF64 cores: the file header, program headers, notes and, past
+//! 65534 program headers, the section header 0 that holds their count
+//! (PN_XNUM). Used by the ELF output of the dump (kdump-format.md §3) and
+//! by the synthetic vmcores of `vmdump-synth`.
 
 use super::{
-    ELF64_EHDR_SIZE, ELF64_PHDR_SIZE, ELF64_SHDR_SIZE, ET_CORE, Endian, LoadSegment, PN_XNUM, PT_LOAD,
-    PT_NOTE,
+    ELF64_EHDR_SIZE, ELF64_PHDR_SIZE, ELF64_SHDR_SIZE, ET_CORE, Endian, LoadSegment, NOTE_HEADER_SIZE,
+    PN_XNUM, PT_LOAD, PT_NOTE,
 };
 
 /// An ELF64 file header for an `ET_CORE` with `phnum` program headers at `phoff`.
@@ -44,6 +45,21 @@ pub fn program_header(e: Endian, p_type: u32, seg: &LoadSegment) -> [u8; ELF64_P
 pub fn note_program_header(e: Endian, offset: u64, len: u64) -> [u8; ELF64_PHDR_SIZE] {
     let seg = LoadSegment { paddr: 0, vaddr: 0, file_offset: offset, file_size: len, mem_size: len };
     program_header(e, PT_NOTE, &seg)
+}
+
+/// One ELF note: the 12-byte header, the name with its NUL, the
+/// descriptor; name and descriptor each padded to 4 bytes (§1.6).
+pub fn note(e: Endian, name: &[u8], note_type: u32, desc: &[u8]) -> Vec<u8> {
+    let mut v = vec![0u8; NOTE_HEADER_SIZE];
+    e.put_u32(&mut v, 0, name.len() as u32 + 1);
+    e.put_u32(&mut v, 4, desc.len() as u32);
+    e.put_u32(&mut v, 8, note_type);
+    v.extend_from_slice(name);
+    v.push(0);
+    v.resize(v.len().div_ceil(4) * 4, 0);
+    v.extend_from_slice(desc);
+    v.resize(v.len().div_ceil(4) * 4, 0);
+    v
 }
 
 /// Where the parts of an ELF core go: file header, program headers (a

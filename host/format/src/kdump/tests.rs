@@ -1,16 +1,16 @@
 use super::*;
+use crate::elf::write::note;
 use crate::elf::{Endian, NT_PRSTATUS, Notes};
-use crate::synth::PRSTATUS_DESC_SIZE;
 
 /// The example of kdump-format.md §1.13: 17 GiB, 8 CPUs, 2959-byte VMCOREINFO last.
 fn worked_example_notes() -> Notes {
     let e = Endian::Little;
     let mut bytes = Vec::new();
     for _ in 0..8 {
-        bytes.extend(crate::synth::image_note(e, b"CORE", NT_PRSTATUS, &[0u8; PRSTATUS_DESC_SIZE]));
+        bytes.extend(note(e, b"CORE", NT_PRSTATUS, &[0u8; 336])); // x86_64 struct elf_prstatus
     }
     let text = vec![b'A'; 2959];
-    bytes.extend(crate::synth::image_note(e, b"VMCOREINFO", 0, &text));
+    bytes.extend(note(e, b"VMCOREINFO", 0, &text));
     assert_eq!(bytes.len(), 5832, "PT_NOTE = 8 x 356 + 12 + 12 + 2960");
     Notes::from_bytes(bytes, e).unwrap()
 }

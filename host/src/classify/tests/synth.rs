@@ -4,8 +4,8 @@
 
 use vmdump_format::elf::ElfVmcore;
 use vmdump_format::phys::PhysMap;
-use vmdump_format::synth::{self, Class, Flavour, KernelSpec, SynthSpec};
 use vmdump_format::vmcoreinfo::VmcoreInfo;
+use vmdump_synth::{self as synth, Class, Flavour, KernelSpec, SynthSpec};
 
 use super::super::{ClassCounts, ClassifyError, PageClass, PageClassifier};
 use super::edit;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use vmdump_format::ReadAt;
 use vmdump_format::elf::ElfVmcore;
 use vmdump_format::phys::PhysMap;
-use vmdump_format::synth::{self, KernelLayout, KernelSpec, SynthSpec};
 use vmdump_format::vmcoreinfo::VmcoreInfo;
+use vmdump_synth::{self as synth, KernelLayout, KernelSpec, SynthSpec};
 
 use super::super::{KernelMemory, PAGE_SIZE, PageOffsetSource, PhysRead, SectionTable, XlatError};
 

@@ -1,8 +1,8 @@
 //! The section table over hand-placed `mem_section` structures with the
 //! fixtures' geometry (SIZE(mem_section)=32, LENGTH(mem_section)=4096).
 
-use vmdump_format::synth::pagetable::{MapSize, PageTables};
 use vmdump_format::vmcoreinfo::VmcoreInfo;
+use vmdump_synth::pagetable::{MapSize, PageTables};
 
 use super::super::{KernelMemory, PAGE_OFFSET_L4, START_KERNEL_MAP, SectionTable, X86_64, XlatError};
 use super::MemPhys;

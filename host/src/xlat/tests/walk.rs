@@ -1,7 +1,7 @@
 //! Page-table walks over hand-built and builder-built tables.
 
 use vmdump_format::elf::LoadSegment;
-use vmdump_format::synth::pagetable::{MapSize, PageTables};
+use vmdump_synth::pagetable::{MapSize, PageTables};
 
 use super::super::{KernelMemory, Level, PageOffset, PageOffsetSource, START_KERNEL_MAP, X86_64, XlatError};
 use super::{MemPhys, info};

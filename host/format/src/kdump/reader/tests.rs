@@ -28,7 +28,7 @@ fn fake_compressed(pfn: u64) -> Vec<u8> {
 /// "compressed" (opaque bytes) and some raw; `status` extra bits OR'ed in.
 fn build(extra_status: u32) -> Vec<u8> {
     let text = b"OSRELEASE=6.1.0-test\nPAGESIZE=4096\nNUMBER(phys_base)=-411041792\nCRASHTIME=1700000000\n";
-    let note = crate::synth::image_note(Endian::Little, b"VMCOREINFO", 0, text);
+    let note = crate::elf::write::note(Endian::Little, b"VMCOREINFO", 0, text);
     let notes = Notes::from_bytes(note, Endian::Little).unwrap();
     let dumpable: Vec<u64> = (0..MAX_MAPNR).filter(|&p| is_dumpable(p)).collect();
     let l = Layout::from_notes(MAX_MAPNR, BS as u32, &notes, dumpable.len() as u64).unwrap();

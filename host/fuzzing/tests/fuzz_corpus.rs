@@ -1,12 +1,12 @@
 //! Regression tests from fuzzing: every file of `tests/fuzz-corpus/<target>/`
 //! (the minimised corpus of `scripts/fuzz.sh`, plus `regress-*` inputs that
 //! once crashed) goes through the same harness as the cargo-fuzz target
-//! ([`vmdump_format::fuzzing`]). A panic in the harness is a failure.
+//! ([`vmdump_fuzzing`]). A panic in the harness is a failure.
 
 use std::panic;
 use std::path::PathBuf;
 
-use vmdump_format::fuzzing;
+use vmdump_fuzzing as fuzzing;
 
 fn run_corpus(target: &str) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus").join(target);

@@ -1,24 +1,34 @@
-//! The fuzzing harness: one function per fuzz target, shared by the
-//! cargo-fuzz targets in `fuzz/` and the regression test
-//! `tests/fuzz_corpus.rs`, which runs them on the minimised corpus.
+//! The fuzzing harness of `vmdump-format`: one function per fuzz target,
+//! shared by the cargo-fuzz targets in `fuzz/` and the regression test
+//! `tests/fuzz_corpus.rs`, which runs them on the minimised corpus
+//! `tests/fuzz-corpus/<target>/`.
 //!
 //! Each function feeds untrusted bytes to a parser, walks everything the
 //! parsed value offers (bounded, so that one input costs milliseconds), and
 //! asserts invariants a correct parser keeps. Errors are fine; a panic, a
 //! hang or an allocation not bounded by the input size is a bug.
 //!
-//! Not part of the crate's API: hidden from the docs, may change at any time.
+//! A test tool, not an API: it changes whenever the parsers do.
+//!
+//! # Example
+//!
+//! ```
+//! assert!(vmdump_fuzzing::run("vmcoreinfo", b"PAGESIZE=4096\n"));
+//! assert!(!vmdump_fuzzing::run("no-such-target", b""));
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 use std::io::{self, Cursor, Seek, SeekFrom, Write};
 
-use crate::elf::{ElfVmcore, NOTE_NAME_CORE, NT_PRSTATUS, Notes};
-use crate::flat::{self, FlatWriter};
-use crate::kdump::{
+use vmdump_format::elf::{ElfVmcore, NOTE_NAME_CORE, NT_PRSTATUS, Notes};
+use vmdump_format::flat::{self, FlatWriter};
+use vmdump_format::kdump::{
     DISK_DUMP_HEADER_SIZE, DiskDumpHeader, KdumpReader, Layout, PAGE_DESC_SIZE, PageDesc, SUB_HEADER_SIZE,
     StoredPage, SubHeader, Utsname,
 };
-use crate::phys::PhysMap;
-use crate::vmcoreinfo::VmcoreInfo;
+use vmdump_format::phys::{PhysMap, check_page_size};
+use vmdump_format::vmcoreinfo::VmcoreInfo;
 
 /// The fuzz targets, in the order `scripts/fuzz.sh` runs them.
 pub const TARGETS: &[&str] = &["elf", "kdump", "flat", "vmcoreinfo"];
@@ -74,7 +84,7 @@ pub fn elf(data: &[u8]) {
     let page_size = match info {
         Ok(Some(ref info)) => {
             vmcoreinfo_accessors(info);
-            info.page_size().filter(|&ps| crate::phys::check_page_size(ps).is_ok())
+            info.page_size().filter(|&ps| check_page_size(ps).is_ok())
         }
         _ => None,
     };
@@ -245,7 +255,7 @@ fn structures(data: &[u8]) {
     let _ = Layout::new(sub.max_mapnr_64, bs, sub.size_note, info, num_dumpable as u64);
 }
 
-/// Offsets beyond this are refused by the in-memory output of [`flat`].
+/// Offsets beyond this are refused by the in-memory output of [`flat()`].
 pub const FLAT_OUTPUT_LIMIT: u64 = 64 << 20;
 
 /// A seekable in-memory file that refuses to grow beyond

@@ -4,12 +4,13 @@
 
 use std::collections::HashMap;
 
+use vmdump_format::elf::ElfVmcore;
+
 use super::super::super::tests::verify_all_pages;
 use super::super::super::{SynthSpec, expected_class, ram_ranges, summarize, to_vec};
 use super::super::flavour::class_from_code;
 use super::super::{KernelSpec, kernel_layout};
 use super::*;
-use crate::elf::ElfVmcore;
 
 fn spec(flavour: Flavour, five_level: bool) -> SynthSpec {
     SynthSpec {

@@ -1,4 +1,4 @@
-//! Synthetic vmcore generator for tests and benchmarks.
+//! Synthetic vmcore generator for tests, benchmarks and `vmdump synth`.
 //!
 //! [`write()`] produces an ELF64 little-endian x86_64 `ET_CORE` shaped like
 //! the real fixtures (fixtures/README.md): per-CPU `NT_PRSTATUS` notes, a
@@ -13,6 +13,26 @@
 //! With [`SynthSpec::kernel`] the RAM also holds real x86_64 page tables,
 //! a kernel image and SPARSEMEM_EXTREME `mem_section` (module [`kernel`]);
 //! those pages are part of [`page()`]'s answer too.
+//!
+//! The file formats themselves (reading what this crate writes) are the
+//! crate `vmdump-format`.
+//!
+//! # Example
+//!
+//! ```
+//! use vmdump_format::{elf::ElfVmcore, phys::PhysMap};
+//! use vmdump_synth as synth;
+//!
+//! let spec = synth::SynthSpec { ram_bytes: 4 << 20, ..Default::default() };
+//! let image = synth::to_vec(&spec).unwrap();
+//! let core = ElfVmcore::parse(&image).unwrap();
+//! let map = PhysMap::new(&core.loads, 4096).unwrap();
+//! assert_eq!(map.ram_pages(), synth::summarize(&spec).ram_pages);
+//! let info = core.vmcoreinfo().unwrap().unwrap();
+//! assert_eq!(info.page_size(), Some(4096));
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 mod image;
 pub mod kernel;
@@ -20,11 +40,6 @@ mod page;
 pub mod pagetable;
 
 pub use image::{PRSTATUS_DESC_SIZE, crashtime, vmcoreinfo_text};
-#[cfg(test)]
-pub(crate) use image::{
-    elf_header as image_elf_header, note as image_note, note_program_header as image_note_phdr,
-    program_header as image_phdr,
-};
 pub use kernel::{Class, Flavour, KernelLayout, KernelSpec, kernel_layout};
 pub use page::{PAGE_SIZE, PageKind, page, page_kind};
 
@@ -34,7 +49,8 @@ use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use crate::elf::{ELF64_EHDR_SIZE, ELF64_PHDR_SIZE, EM_X86_64, Endian, LoadSegment, PT_LOAD};
+use vmdump_format::elf::write::{elf_header, note_program_header, program_header};
+use vmdump_format::elf::{ELF64_EHDR_SIZE, ELF64_PHDR_SIZE, EM_X86_64, Endian, LoadSegment, PT_LOAD};
 
 /// Legacy hole of x86 PCs: 640 KiB to 1 MiB is not RAM.
 const LEGACY_HOLE: Range<u64> = 0xA_0000..0x10_0000;
@@ -216,11 +232,11 @@ fn plan(spec: &SynthSpec) -> Plan {
     }
     let last = loads.last().expect("at least one load");
     let file_size = last.file_offset + last.file_size;
-    let mut headers = image::elf_header(e, EM_X86_64, phoff, phnum as u16).to_vec();
+    let mut headers = elf_header(e, EM_X86_64, phoff, phnum as u16).to_vec();
     headers.resize(phoff as usize, 0);
-    headers.extend(image::note_program_header(e, notes_off, notes.len() as u64));
+    headers.extend(note_program_header(e, notes_off, notes.len() as u64));
     for load in &loads {
-        headers.extend(image::program_header(e, PT_LOAD, load));
+        headers.extend(program_header(e, PT_LOAD, load));
     }
     headers.extend(notes);
     Plan { headers, loads, file_size }

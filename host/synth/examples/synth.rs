@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use vmdump_format::synth::{self, SynthSpec};
+use vmdump_synth::{self as synth, SynthSpec};
 
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().collect();

@@ -1,31 +1,17 @@
-//! Byte-level building blocks of a synthetic ELF64 core: file header,
-//! program headers, notes and the VMCOREINFO text. Both byte orders are
-//! supported so the reader's big-endian path can be tested.
+//! The PT_NOTE payload of a synthetic ELF64 core: per-CPU notes and the
+//! VMCOREINFO text (the file and program headers come from
+//! `vmdump_format::elf::write`).
 
 use std::fmt::Write as _;
 
+use vmdump_format::elf::write::note;
+use vmdump_format::elf::{Endian, NT_PRSTATUS};
+
 use super::SynthSpec;
 use super::page::page_hash;
-use crate::elf::{Endian, NT_PRSTATUS};
 
 /// Size of an x86_64 `NT_PRSTATUS` descriptor (`struct elf_prstatus`).
 pub const PRSTATUS_DESC_SIZE: usize = 336;
-
-pub(crate) use crate::elf::write::{elf_header, note_program_header, program_header};
-
-/// One ELF note (name NUL-terminated, name and descriptor padded to 4).
-pub(crate) fn note(e: Endian, name: &[u8], note_type: u32, desc: &[u8]) -> Vec<u8> {
-    let mut v = vec![0u8; 12];
-    e.put_u32(&mut v, 0, name.len() as u32 + 1);
-    e.put_u32(&mut v, 4, desc.len() as u32);
-    e.put_u32(&mut v, 8, note_type);
-    v.extend_from_slice(name);
-    v.push(0);
-    v.resize(v.len().div_ceil(4) * 4, 0);
-    v.extend_from_slice(desc);
-    v.resize(v.len().div_ceil(4) * 4, 0);
-    v
-}
 
 /// The PT_NOTE payload: `nr_cpus` CORE/NT_PRSTATUS notes, then VMCOREINFO.
 pub(crate) fn notes(e: Endian, spec: &SynthSpec) -> Vec<u8> {

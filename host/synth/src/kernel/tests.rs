@@ -2,13 +2,14 @@
 //! page-table walker over the ELF reader (the host's `xlat` tests do the
 //! full translation).
 
+use vmdump_format::elf::ElfVmcore;
+use vmdump_format::phys::PhysMap;
+use vmdump_format::vmcoreinfo::VmcoreInfo;
+
 use super::super::pagetable::{ENTRY_MASK, PAGE_PRESENT, PAGE_PSE};
 use super::super::tests::verify_all_pages;
 use super::super::{SynthSpec, summarize, to_vec};
 use super::*;
-use crate::elf::ElfVmcore;
-use crate::phys::PhysMap;
-use crate::vmcoreinfo::VmcoreInfo;
 
 struct Core<'a> {
     image: &'a [u8],

@@ -1,9 +1,9 @@
-//! Writes the fuzzing seeds that the format crate can make by itself:
-//! small ELF vmcores from [`vmdump_format::synth`], VMCOREINFO texts and a
-//! small flattened stream. `scripts/fuzz.sh` adds kdump files and
+//! Writes the fuzzing seeds that the library crates can make by
+//! themselves: small ELF vmcores from [`vmdump_synth`], VMCOREINFO texts
+//! and a small flattened stream. `scripts/fuzz.sh` adds kdump files and
 //! flattened dumps made by the `vmdump` binary.
 //!
-//! Usage: `cargo run -p vmdump-format --example fuzz_seeds -- OUTDIR`
+//! Usage: `cargo run -p vmdump-fuzzing --example fuzz_seeds -- OUTDIR`
 //! (writes `OUTDIR/<target>/<name>`).
 
 use std::fs;
@@ -11,7 +11,7 @@ use std::io;
 use std::path::Path;
 
 use vmdump_format::flat::FlatWriter;
-use vmdump_format::synth::{self, KernelSpec, SynthSpec};
+use vmdump_synth::{self as synth, KernelSpec, SynthSpec};
 
 fn small(ram_kib: u64) -> SynthSpec {
     SynthSpec {

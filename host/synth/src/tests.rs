@@ -1,11 +1,12 @@
 use std::os::unix::fs::MetadataExt;
 
+use vmdump_format::elf::ElfVmcore;
+use vmdump_format::phys::PhysMap;
+
 use super::*;
-use crate::elf::ElfVmcore;
-use crate::phys::PhysMap;
 
 fn temp_path(tag: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("vmdump-format-{tag}-{}", std::process::id()))
+    std::env::temp_dir().join(format!("vmdump-synth-{tag}-{}", std::process::id()))
 }
 
 /// Reads every pfn below max_pfn + 2 through the ELF reader and compares it
@@ -126,7 +127,7 @@ fn large_images_are_sparse() {
 #[test]
 fn vmcoreinfo_has_realistic_keys() {
     let spec = SynthSpec::default();
-    let info = crate::vmcoreinfo::VmcoreInfo::parse(vmcoreinfo_text(&spec).as_bytes()).unwrap();
+    let info = vmdump_format::vmcoreinfo::VmcoreInfo::parse(vmcoreinfo_text(&spec).as_bytes()).unwrap();
     assert_eq!(info.osrelease(), Some("6.1.0-synth-amd64"));
     assert!(info.symbol("mem_section").is_some() && info.symbol("init_top_pgt").is_some());
     assert!(info.kerneloffset().unwrap().is_multiple_of(0x20_0000));
