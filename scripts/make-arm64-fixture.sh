@@ -23,8 +23,8 @@
 #      bitmaps; libkdumpfile reads the ELF and the dumps
 #
 # Usage: scripts/make-arm64-fixture.sh [--timeout SECONDS] [--nokaslr]
-#            [--cpu MODEL] [--kernel PACKAGE] [--refresh] [--no-reference]
-#            [--install-expected]
+#            [--cpu MODEL] [--kernel PACKAGE] [--zstd-level N] [--refresh]
+#            [--no-reference] [--install-expected]
 #   --timeout           kill QEMU when the guest is not READY after this many
 #                       seconds (default 600)
 #   --nokaslr           boot with nokaslr (default: KASLR, seeded by QEMU's DT)
@@ -32,6 +32,8 @@
 #                       feature TCG has, with the cheap pointer-auth hash)
 #   --kernel            the arm64 kernel package (default: the one
 #                       linux-image-arm64 depends on)
+#   --zstd-level        zstd's level for vmcore-arm64.zst (default 9: 5 s; 19
+#                       saves a tenth and takes 2.5 minutes)
 #   --refresh           apt-get update the arm64 lists even when under a day old
 #   --no-reference      stop after the fixture (no makedumpfile runs)
 #   --install-expected  copy the reference results to tests/fixtures/arm64/expected
@@ -44,17 +46,18 @@ source scripts/lib/tools.sh
 export PYTHONDONTWRITEBYTECODE=1
 
 cache=$PWD/target/arm64
-qemu_timeout=600 kaslr=1 cpu=max,pauth-impdef=on kernel_pkg='' refresh=0 reference=1 install_expected=0
+zstd_level=9 qemu_timeout=600 kaslr=1 cpu=max,pauth-impdef=on kernel_pkg='' refresh=0 reference=1 install_expected=0
 while (($#)); do
     case $1 in
         --timeout) qemu_timeout=$2; shift 2 ;;
         --nokaslr) kaslr=0; shift ;;
+        --zstd-level) zstd_level=$2; shift 2 ;;
         --cpu) cpu=$2; shift 2 ;;
         --kernel) kernel_pkg=$2; shift 2 ;;
         --refresh) refresh=1; shift ;;
         --no-reference) reference=0; shift ;;
         --install-expected) install_expected=1; shift ;;
-        -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
         *) echo "make-arm64-fixture.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -95,6 +98,10 @@ apt_opts=(
     -o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d"
     -o "Dir::Etc::Preferences=$apt_dir/preferences" -o "Dir::Etc::PreferencesParts=$apt_dir/preferences.d"
     -o APT::Architecture=arm64 -o APT::Architectures::=arm64
+    # The host's docker-clean turns apt's binary cache off: every apt-cache
+    # call would then parse the 18 MB arm64 lists anew (a second each).
+    -o "Dir::Cache::pkgcache=$apt_dir/cache/pkgcache.bin"
+    -o "Dir::Cache::srcpkgcache=$apt_dir/cache/srcpkgcache.bin"
     # the host's appstream hook would fetch DEP-11 metadata nobody here reads
     -o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false
     -o Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false
@@ -217,7 +224,10 @@ fetch_makedumpfile() {
         echo "$stamp" > "$sysroot/.packages"
     fi
     echo "sysroot: $(echo "$stamp" | tr '\n' ' ')"
-    mdf=(qemu-aarch64-static -L "$sysroot" "$sysroot/usr/sbin/makedumpfile")
+    # Debian 12 ships it as /usr/bin/makedumpfile (older releases: /usr/sbin).
+    local bin
+    for bin in "$sysroot"/usr/{bin,sbin}/makedumpfile; do [[ -x $bin ]] && break; done
+    mdf=(qemu-aarch64-static -L "$sysroot" "$bin")
     "${mdf[@]}" -v 2>&1 | head -n 1 | grep -q '^makedumpfile: version' ||
         die "Debian's arm64 makedumpfile does not run under qemu-aarch64-static: $("${mdf[@]}" -v 2>&1 | head -n 3)"
     "${mdf[@]}" -v 2>&1 | head -n 1
@@ -255,15 +265,22 @@ build_initramfs() {
     echo "initramfs: $(stat -c %s "$work/initrd.gz") bytes, modules: $(tr '\n' ' ' < "$tree/modules/order")"
 }
 
-# The data disk, read-only in the guest: real files for the page cache (the
-# kernel package's file system modules, 30 MiB), the same bytes every run
-# (fixed UUID, hash seed and time).
+# The data disk, read-only in the guest: real files for the page cache,
+# some of the kernel package's file system modules (10 MiB: enough pages of
+# each kind, little for zstd to carry), the same bytes every run (fixed
+# UUID, hash seed and time).
+data_dirs=(btrfs ext4 nfs xfs)
 make_disk() {
-    data_img=$cache/data-$kver.img
+    data_img=$cache/data-$kver-$(IFS=-; echo "${data_dirs[*]}").img
     [[ -s $data_img ]] && return 0
+    local dir root=$work/diskroot
+    mkdir -p "$root"
+    for dir in "${data_dirs[@]}"; do
+        cp -a "$kroot/lib/modules/$kver/kernel/fs/$dir" "$root/"
+    done
     E2FSPROGS_FAKE_TIME=1700000000 mke2fs -q -t ext4 -b 4096 -U 61726d36-342d-6669-7874-000000000001 \
         -E root_owner=0:0,hash_seed=61726d36-342d-6669-7874-000000000002 \
-        -d "$kroot/lib/modules/$kver/kernel/fs" "$data_img.tmp" 64M
+        -d "$root" "$data_img.tmp" 32M
     mv "$data_img.tmp" "$data_img"
 }
 
@@ -349,19 +366,18 @@ vmcoreinfo_value() { sed -n "s/^$1=//p" "$cache/vmcore-arm64.vmcoreinfo"; }
 check_and_describe() {
     readelf -n -W "$elf" | grep -q VMCOREINFO || die "$elf has no VMCOREINFO note (was qemu_fw_cfg loaded?)"
     python3 scripts/lib/elfcore.py vmcoreinfo "$elf" > "$cache/vmcore-arm64.vmcoreinfo"
-    local offset text_kallsyms text_map kaslr_check
+    local offset stext_guest stext_info link kaslr_check
     offset=$(vmcoreinfo_value KERNELOFFSET)
-    # KERNELOFFSET is where _text is minus where System.map says it is.
-    text_kallsyms=$(sed -n 's/^ARM64: kallsyms: \([0-9a-f]*\) . _text.*/\1/p' "$cache/vmcore-arm64.serial.log" | tr -d '\r')
-    text_map=$(awk '$3 == "_text" {print $1; exit}' "$kroot/boot/System.map-$kver")
-    if [[ -n $text_kallsyms && -n $text_map ]]; then
-        kaslr_check=$(printf '%x' $((0x$text_kallsyms - 0x$text_map)))
-        [[ $kaslr_check == "$offset" ]] ||
-            die "KERNELOFFSET $offset is not _text (kallsyms $text_kallsyms) - System.map ($text_map) = $kaslr_check"
-        kaslr_check="equals _text in kallsyms ($text_kallsyms) - System.map ($text_map)"
-    else
-        kaslr_check="not checked (no _text line from the guest)"
-    fi
+    # Debian's System.map is a stub (the real one is in the -dbg package), so
+    # the check is against the guest's own kallsyms: SYMBOL(_stext) must be
+    # where the running kernel has _stext, and _stext - KERNELOFFSET is its
+    # link-time address, which does not move.
+    stext_guest=$(grep -a '^ARM64: kallsyms:' "$cache/vmcore-arm64.serial.log" | tr -d '\r' | grep -oE '[0-9a-f]{16} . _stext' | cut -c1-16 || true)
+    stext_info=$(vmcoreinfo_value 'SYMBOL(_stext)')
+    [[ -n $stext_guest && $stext_guest == "$stext_info" ]] ||
+        die "SYMBOL(_stext)=$stext_info in VMCOREINFO, the guest's kallsyms says '${stext_guest}'"
+    link=$(printf '%x' $((0x$stext_info - 0x$offset)))
+    kaslr_check="SYMBOL(_stext) $stext_info equals the guest's kallsyms; link-time _stext = $link"
     {
         echo "arm64 vmcore fixture, made by scripts/make-arm64-fixture.sh on $(date -u +%F)"
         echo "kernel: $kernel_pkg $(candidate "$kernel_pkg") ($(vmcoreinfo_value OSRELEASE))"
@@ -394,12 +410,12 @@ check_and_describe() {
 }
 
 compress() {
-    zstd -q -f -T0 -19 "$elf" -o "$elf.zst"
+    zstd -q -f -T0 "-$zstd_level" "$elf" -o "$elf.zst"
     elf_bytes=$(stat -c %s "$elf") zst_bytes=$(stat -c %s "$elf.zst") elf_sha=$(sha256sum "$elf" | cut -d' ' -f1)
     {
         echo "files:"
         echo "  vmcore-arm64      $elf_bytes bytes  sha256 $elf_sha"
-        echo "  vmcore-arm64.zst  $zst_bytes bytes (zstd -19)"
+        echo "  vmcore-arm64.zst  $zst_bytes bytes (zstd -$zstd_level)"
     } >> "$cache/vmcore-arm64.info"
     echo "vmcore-arm64: $elf_bytes bytes, zstd $zst_bytes bytes, sha256 $elf_sha"
 }
@@ -423,12 +439,11 @@ report_of() {
 
 # libkdumpfile_read FILE: what libkdumpfile (python3-libkdumpfile) makes of
 # a vmcore or dump: its attributes, and init_uts_ns read through the
-# kernel's page tables (a kernel virtual address: System.map's address plus
-# KERNELOFFSET), as one JSON line.
+# kernel's page tables (at the kernel virtual address VMCOREINFO gives), as
+# one JSON line.
 libkdumpfile_read() {
-    local uts_map
-    uts_map=$(awk '$3 == "init_uts_ns" {print $1; exit}' "$kroot/boot/System.map-$kver")
-    /usr/bin/python3 - "$1" "$((0x$uts_map + 0x$(vmcoreinfo_value KERNELOFFSET)))" << 'EOF'
+    /usr/bin/python3 - "$1" "$(vmcoreinfo_value 'SYMBOL(init_uts_ns)')" \
+        "$(vmcoreinfo_value 'OFFSET(uts_namespace.name)')" << 'EOF'
 import json, sys, kdumpfile
 d = kdumpfile.kdumpfile(sys.argv[1])
 out = {}
@@ -437,13 +452,13 @@ for name in ("file.format", "arch.name", "arch.page_size", "linux.uts.release", 
         out[name] = str(d.attr[name])
     except Exception as e:
         out[name] = f"error: {type(e).__name__}: {e}"
-uts = int(sys.argv[2])
+uts, name = int(sys.argv[2], 16), int(sys.argv[3])
 key = "init_uts_ns at KVADDR %#x: sysname, release" % uts
 try:
     d.attr["addrxlat.ostype"] = "linux"
-    # struct uts_namespace starts with a struct kref (4 bytes), then the
-    # utsname: sysname[65], nodename[65], release[65], ...
-    raw = bytes(d.read(kdumpfile.KVADDR, uts + 4, 3 * 65))
+    # the utsname (sysname[65], nodename[65], release[65], ...) is at
+    # OFFSET(uts_namespace.name) of VMCOREINFO
+    raw = bytes(d.read(kdumpfile.KDUMP_KVADDR, uts + name, 3 * 65))
     out[key] = [raw[i:i + 65].split(b"\0")[0].decode() for i in (0, 130)]
 except Exception as e:
     out[key] = f"error: {type(e).__name__}: {e}"
