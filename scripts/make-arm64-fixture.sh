@@ -385,7 +385,9 @@ check_and_describe() {
             "$kroot/boot/config-$kver" | tr '\n' ' ')"
         echo "busybox-static: $busybox_version"
         echo "qemu: $(qemu-system-aarch64 --version | head -n 1)"
-        echo "qemu command: ${qemu[*]}"
+        local command="${qemu[*]}"
+        command=${command//$work/\$WORK}
+        echo "qemu command: ${command//$PWD\//}"
         echo "guest: $(grep -a '^ARM64: kernel page size' "$cache/vmcore-arm64.serial.log" | tr -d '\r')"
         echo "guest: $(grep -a '^ARM64: meminfo' "$cache/vmcore-arm64.serial.log" | tr -d '\r')"
         echo "page size: $(vmcoreinfo_value PAGESIZE)  VA_BITS: $(vmcoreinfo_value 'NUMBER(VA_BITS)')" \
@@ -495,13 +497,36 @@ make_reference() {
         done
     } > "$ref/readers.txt"
     cat "$ref/readers.txt"
+    summarize_reference > "$ref/summary.md"
+    cat "$ref/summary.md"
     rm -f "$ref/vmcore-arm64.phdr64" "$ref/vmcore-arm64"
+}
+
+# summarize_reference: one table line per dump level, in decimal: what
+# makedumpfile's report counts, pages set in the output's 2nd bitmap, its
+# size and time.
+summarize_reference() {
+    local level report pages wall
+    # count LABEL: the report's hexadecimal count on that line, in decimal
+    count() { printf '%d' "$(sed -n "s/^ *$1 *: \(0x[0-9a-f]*\)$/\1/p" "$report")"; }
+    echo "| -d | comp | wall s | output bytes | pages in file | zero | cache | cache priv | user | free | remaining |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    for level in 1 31; do
+        report=$ref/d$level.report.txt
+        pages=$(/usr/bin/python3 tests/py/kdump_bitmap.py "$ref/d$level.kdump" |
+            /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["pages_in_file"])')
+        wall=$(sed -n "s/^d$level: exit 0, \([0-9.]*\) s:.*/\1/p" "$ref/runs.txt")
+        printf '| %s | lzo | %s | %d | %d | %d | %d | %d | %d | %d | %d |\n' "$level" "$wall" \
+            "$(stat -c %s "$ref/d$level.kdump")" "$pages" "$(count 'Pages filled with zero')" \
+            "$(count 'Non-private cache pages')" "$(count 'Private cache pages')" \
+            "$(count 'User process data pages')" "$(count 'Free pages')" "$(count 'Remaining pages')"
+    done
 }
 
 install_expected() {
     local dest=tests/fixtures/arm64/expected
     mkdir -p "$dest"
-    cp "$ref"/{version.txt,runs.txt,readers.txt} "$dest/"
+    cp "$ref"/{version.txt,runs.txt,readers.txt,summary.md} "$dest/"
     cp "$ref"/{qemu-layout,d1,d31,dmesg}.std{out,err}.txt "$dest/"
     cp "$ref"/d{1,31}.report.txt "$ref/dmesg.txt" "$dest/"
     cp "$cache/vmcore-arm64.info" "$dest/vmcore-arm64.info"
