@@ -22,34 +22,40 @@
 #   7. makedumpfile -l -d 1 and -d 31, --dump-dmesg; page counts from the
 #      bitmaps; libkdumpfile reads the ELF and the dumps
 #
-# Usage: scripts/make-arm64-fixture.sh [--timeout SECONDS] [--nokaslr]
-#            [--cpu MODEL] [--kernel PACKAGE] [--zstd-level N] [--refresh]
+# Usage: scripts/make-arm64-fixture.sh [--name NAME] [--timeout SECONDS]
+#            [--nokaslr] [--cpu MODEL] [--kernel PACKAGE] [--zstd-level N] [--refresh]
 #            [--no-reference] [--install-expected]
+#   --name              the fixture's name (default vmcore-arm64)
 #   --timeout           kill QEMU when the guest is not READY after this many
 #                       seconds (default 600)
 #   --nokaslr           boot with nokaslr (default: KASLR, seeded by QEMU's DT)
 #   --cpu               QEMU CPU model (default max,pauth-impdef=on: every
-#                       feature TCG has, with the cheap pointer-auth hash)
+#                       feature TCG has, with the cheap pointer-auth hash;
+#                       cortex-a57 has 44 physical address bits, so the
+#                       kernel randomises its linear map too)
 #   --kernel            the arm64 kernel package (default: the one
 #                       linux-image-arm64 depends on)
-#   --zstd-level        zstd's level for vmcore-arm64.zst (default 9: 5 s; 19
+#   --zstd-level        zstd's level for NAME.zst (default 9: 5 s; 19
 #                       saves a tenth and takes 2.5 minutes)
 #   --refresh           apt-get update the arm64 lists even when under a day old
 #   --no-reference      stop after the fixture (no makedumpfile runs)
-#   --install-expected  copy the reference results to tests/fixtures/arm64/expected
-# As root. Results in target/arm64: vmcore-arm64 (the ELF as QEMU wrote it),
-# vmcore-arm64.zst, vmcore-arm64.info, reference/ (makedumpfile's outputs
-# and reports). Downloads stay in target/arm64 (apt/, debs/) between runs.
+#   --install-expected  copy the reference results to
+#                       tests/fixtures/arm64/expected/NAME
+# As root. Results in target/arm64: NAME (the ELF as QEMU wrote it),
+# NAME.zst, NAME.info, NAME.vmcoreinfo, NAME.serial.log, NAME.reference/
+# (makedumpfile's outputs and reports). Downloads stay in target/arm64
+# (apt/, debs/, the unpacked kernel, busybox and sysroot) between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/tools.sh
 export PYTHONDONTWRITEBYTECODE=1
 
 cache=$PWD/target/arm64
-zstd_level=9 qemu_timeout=600 kaslr=1 cpu=max,pauth-impdef=on kernel_pkg='' refresh=0 reference=1 install_expected=0
+name=vmcore-arm64 zstd_level=9 qemu_timeout=600 kaslr=1 cpu=max,pauth-impdef=on kernel_pkg='' refresh=0 reference=1 install_expected=0
 while (($#)); do
     case $1 in
         --timeout) qemu_timeout=$2; shift 2 ;;
+        --name) name=$2; shift 2 ;;
         --nokaslr) kaslr=0; shift ;;
         --zstd-level) zstd_level=$2; shift 2 ;;
         --cpu) cpu=$2; shift 2 ;;
@@ -328,7 +334,7 @@ wait_ready() {
 
 boot_and_dump() {
     local log=$work/serial.log qmp_sock=$work/qmp.sock
-    elf=$cache/vmcore-arm64
+    elf=$cache/$name
     rm -f "$elf" "$elf.zst"
     local append="console=ttyAMA0 panic=-1 loglevel=6"
     ((kaslr)) || append+=" nokaslr"
@@ -356,23 +362,23 @@ boot_and_dump() {
         quit | tee "$work/qmp.log"
     wait "$qpid" || true
     qpid=
-    cp "$log" "$cache/vmcore-arm64.serial.log"
+    cp "$log" "$cache/$name.serial.log"
     chmod 0644 "$elf"
 }
 
 # ---- checks and info ---------------------------------------------------------------
-vmcoreinfo_value() { sed -n "s/^$1=//p" "$cache/vmcore-arm64.vmcoreinfo"; }
+vmcoreinfo_value() { sed -n "s/^$1=//p" "$cache/$name.vmcoreinfo"; }
 
 check_and_describe() {
     readelf -n -W "$elf" | grep -q VMCOREINFO || die "$elf has no VMCOREINFO note (was qemu_fw_cfg loaded?)"
-    python3 scripts/lib/elfcore.py vmcoreinfo "$elf" > "$cache/vmcore-arm64.vmcoreinfo"
+    python3 scripts/lib/elfcore.py vmcoreinfo "$elf" > "$cache/$name.vmcoreinfo"
     local offset stext_guest stext_info link kaslr_check
     offset=$(vmcoreinfo_value KERNELOFFSET)
     # Debian's System.map is a stub (the real one is in the -dbg package), so
     # the check is against the guest's own kallsyms: SYMBOL(_stext) must be
     # where the running kernel has _stext, and _stext - KERNELOFFSET is its
     # link-time address, which does not move.
-    stext_guest=$(grep -a '^ARM64: kallsyms:' "$cache/vmcore-arm64.serial.log" | tr -d '\r' | grep -oE '[0-9a-f]{16} . _stext' | cut -c1-16 || true)
+    stext_guest=$(grep -a '^ARM64: kallsyms:' "$cache/$name.serial.log" | tr -d '\r' | grep -oE '[0-9a-f]{16} . _stext' | cut -c1-16 || true)
     stext_info=$(vmcoreinfo_value 'SYMBOL(_stext)')
     [[ -n $stext_guest && $stext_guest == "$stext_info" ]] ||
         die "SYMBOL(_stext)=$stext_info in VMCOREINFO, the guest's kallsyms says '${stext_guest}'"
@@ -383,13 +389,14 @@ check_and_describe() {
         echo "kernel: $kernel_pkg $(candidate "$kernel_pkg") ($(vmcoreinfo_value OSRELEASE))"
         echo "kernel config: $(grep -E '^CONFIG_(ARM64_PAGE_SHIFT|ARM64_VA_BITS|ARM64_PA_BITS|PGTABLE_LEVELS|RANDOMIZE_BASE)=' \
             "$kroot/boot/config-$kver" | tr '\n' ' ')"
+        echo "variant: cpu $cpu, $( ((kaslr)) && echo "KASLR on" || echo nokaslr)"
         echo "busybox-static: $busybox_version"
         echo "qemu: $(qemu-system-aarch64 --version | head -n 1)"
         local command="${qemu[*]}"
         command=${command//$work/\$WORK}
         echo "qemu command: ${command//$PWD\//}"
-        echo "guest: $(grep -a '^ARM64: kernel page size' "$cache/vmcore-arm64.serial.log" | tr -d '\r')"
-        echo "guest: $(grep -a '^ARM64: meminfo' "$cache/vmcore-arm64.serial.log" | tr -d '\r')"
+        echo "guest: $(grep -a '^ARM64: kernel page size' "$cache/$name.serial.log" | tr -d '\r')"
+        echo "guest: $(grep -a '^ARM64: meminfo' "$cache/$name.serial.log" | tr -d '\r')"
         echo "page size: $(vmcoreinfo_value PAGESIZE)  VA_BITS: $(vmcoreinfo_value 'NUMBER(VA_BITS)')" \
             " TCR_EL1_T1SZ: $(vmcoreinfo_value 'NUMBER(TCR_EL1_T1SZ)')" \
             " (T1SZ = 64 - VA_BITS of the kernel half)"
@@ -399,7 +406,7 @@ check_and_describe() {
             " mem_section: $(vmcoreinfo_value 'SYMBOL(mem_section)')  vmemmap: $(vmcoreinfo_value 'SYMBOL(vmemmap)')"
         echo "arm64 and layout keys of VMCOREINFO:"
         grep -E 'VA_BITS|TCR_EL1|KERNEL|kimage|PHYS_OFFSET|PAGESIZE|swapper_pg_dir|_stext|vmemmap|VMEMMAP|MODULES|VMALLOC|mem_section|SECTION_SIZE|MAX_PHYSMEM|SIZE\(page\)|PG_|PAGE_' \
-            "$cache/vmcore-arm64.vmcoreinfo" | sed 's/^/  /'
+            "$cache/$name.vmcoreinfo" | sed 's/^/  /'
         echo "ELF (scripts/lib/elfcore.py summary):"
         python3 scripts/lib/elfcore.py summary "$elf" | sed 's/^/  /'
         echo "readelf -n:"
@@ -407,8 +414,8 @@ check_and_describe() {
         echo "dump over QMP:"
         sed 's/^/  /' "$work/qmp.log"
         echo "boot to READY: $boot_seconds s"
-    } > "$cache/vmcore-arm64.info"
-    grep -E '^(kernel|page size|KERNELOFFSET|kimage)' "$cache/vmcore-arm64.info"
+    } > "$cache/$name.info"
+    grep -E '^(kernel|page size|KERNELOFFSET|kimage)' "$cache/$name.info"
 }
 
 compress() {
@@ -416,10 +423,10 @@ compress() {
     elf_bytes=$(stat -c %s "$elf") zst_bytes=$(stat -c %s "$elf.zst") elf_sha=$(sha256sum "$elf" | cut -d' ' -f1)
     {
         echo "files:"
-        echo "  vmcore-arm64      $elf_bytes bytes  sha256 $elf_sha"
-        echo "  vmcore-arm64.zst  $zst_bytes bytes (zstd -$zstd_level)"
-    } >> "$cache/vmcore-arm64.info"
-    echo "vmcore-arm64: $elf_bytes bytes, zstd $zst_bytes bytes, sha256 $elf_sha"
+        echo "  $name      $elf_bytes bytes  sha256 $elf_sha"
+        echo "  $name.zst  $zst_bytes bytes (zstd -$zstd_level)"
+    } >> "$cache/$name.info"
+    echo "$name: $elf_bytes bytes, zstd $zst_bytes bytes, sha256 $elf_sha"
 }
 
 # ---- the reference: Debian's arm64 makedumpfile -----------------------------------
@@ -469,21 +476,21 @@ EOF
 }
 
 make_reference() {
-    ref=$cache/reference
+    ref=$cache/$name.reference
     rm -rf "$ref"
     mkdir -p "$ref"
     "${mdf[@]}" -v 2>&1 | head -n 1 > "$ref/version.txt"
     # As QEMU wrote it (e_phoff 192): what makedumpfile says about it.
-    ln -s ../vmcore-arm64 "$ref/vmcore-arm64"
-    run_makedumpfile qemu-layout --message-level 22 -l -d 1 vmcore-arm64 qemu-layout.kdump
+    ln -s "../$name" "$ref/$name"
+    run_makedumpfile qemu-layout --message-level 22 -l -d 1 "$name" qemu-layout.kdump
     # The copy makedumpfile reads: program headers at 64.
-    python3 scripts/lib/elfcore.py phdrs-at-64 "$elf" "$ref/vmcore-arm64.phdr64"
+    python3 scripts/lib/elfcore.py phdrs-at-64 "$elf" "$ref/$name.phdr64"
     local level
     for level in 1 31; do
-        run_makedumpfile "d$level" --message-level 22 -l -d "$level" vmcore-arm64.phdr64 "d$level.kdump"
+        run_makedumpfile "d$level" --message-level 22 -l -d "$level" "$name.phdr64" "d$level.kdump"
         report_of "$ref/d$level.stdout.txt" > "$ref/d$level.report.txt"
     done
-    run_makedumpfile dmesg --dump-dmesg vmcore-arm64.phdr64 dmesg.txt
+    run_makedumpfile dmesg --dump-dmesg "$name.phdr64" dmesg.txt
     {
         for level in 1 31; do
             [[ -s $ref/d$level.kdump ]] || { echo "d$level: no output"; continue; }
@@ -499,7 +506,7 @@ make_reference() {
     cat "$ref/readers.txt"
     summarize_reference > "$ref/summary.md"
     cat "$ref/summary.md"
-    rm -f "$ref/vmcore-arm64.phdr64" "$ref/vmcore-arm64"
+    rm -f "$ref/$name.phdr64" "$ref/$name"
 }
 
 # summarize_reference: one table line per dump level, in decimal: what
@@ -524,13 +531,13 @@ summarize_reference() {
 }
 
 install_expected() {
-    local dest=tests/fixtures/arm64/expected
+    local dest=tests/fixtures/arm64/expected/$name
     mkdir -p "$dest"
     cp "$ref"/{version.txt,runs.txt,readers.txt,summary.md} "$dest/"
     cp "$ref"/{qemu-layout,d1,d31,dmesg}.std{out,err}.txt "$dest/"
     cp "$ref"/d{1,31}.report.txt "$ref/dmesg.txt" "$dest/"
-    cp "$cache/vmcore-arm64.info" "$dest/vmcore-arm64.info"
-    cp "$cache/vmcore-arm64.vmcoreinfo" "$dest/vmcore-arm64.vmcoreinfo.txt"
+    cp "$cache/$name.info" "$dest/info.txt"
+    cp "$cache/$name.vmcoreinfo" "$dest/vmcoreinfo.txt"
     echo "reference results copied to $dest"
 }
 
@@ -555,7 +562,7 @@ main() {
     fi
     echo "== timings"
     printf '%s\n' "${timings[@]}" "$(printf '%-10s %4d s' total $((SECONDS - start)))" |
-        tee -a "$cache/vmcore-arm64.info"
+        tee -a "$cache/$name.info"
 }
 
 main
