@@ -51,11 +51,11 @@ source scripts/lib/tools.sh
 export PYTHONDONTWRITEBYTECODE=1
 
 cache=$PWD/target/arm64
-name=vmcore-arm64 zstd_level=9 qemu_timeout=600 kaslr=1 cpu=max,pauth-impdef=on kernel_pkg='' refresh=0 reference=1 install_expected=0
+fixture=vmcore-arm64 zstd_level=9 qemu_timeout=600 kaslr=1 cpu=max,pauth-impdef=on kernel_pkg='' refresh=0 reference=1 install_expected=0
 while (($#)); do
     case $1 in
         --timeout) qemu_timeout=$2; shift 2 ;;
-        --name) name=$2; shift 2 ;;
+        --name) fixture=$2; shift 2 ;;
         --nokaslr) kaslr=0; shift ;;
         --zstd-level) zstd_level=$2; shift 2 ;;
         --cpu) cpu=$2; shift 2 ;;
@@ -334,7 +334,7 @@ wait_ready() {
 
 boot_and_dump() {
     local log=$work/serial.log qmp_sock=$work/qmp.sock
-    elf=$cache/$name
+    elf=$cache/$fixture
     rm -f "$elf" "$elf.zst"
     local append="console=ttyAMA0 panic=-1 loglevel=6"
     ((kaslr)) || append+=" nokaslr"
@@ -362,23 +362,23 @@ boot_and_dump() {
         quit | tee "$work/qmp.log"
     wait "$qpid" || true
     qpid=
-    cp "$log" "$cache/$name.serial.log"
+    cp "$log" "$cache/$fixture.serial.log"
     chmod 0644 "$elf"
 }
 
 # ---- checks and info ---------------------------------------------------------------
-vmcoreinfo_value() { sed -n "s/^$1=//p" "$cache/$name.vmcoreinfo"; }
+vmcoreinfo_value() { sed -n "s/^$1=//p" "$cache/$fixture.vmcoreinfo"; }
 
 check_and_describe() {
     readelf -n -W "$elf" | grep -q VMCOREINFO || die "$elf has no VMCOREINFO note (was qemu_fw_cfg loaded?)"
-    python3 scripts/lib/elfcore.py vmcoreinfo "$elf" > "$cache/$name.vmcoreinfo"
+    python3 scripts/lib/elfcore.py vmcoreinfo "$elf" > "$cache/$fixture.vmcoreinfo"
     local offset stext_guest stext_info link kaslr_check
     offset=$(vmcoreinfo_value KERNELOFFSET)
     # Debian's System.map is a stub (the real one is in the -dbg package), so
     # the check is against the guest's own kallsyms: SYMBOL(_stext) must be
     # where the running kernel has _stext, and _stext - KERNELOFFSET is its
     # link-time address, which does not move.
-    stext_guest=$(grep -a '^ARM64: kallsyms:' "$cache/$name.serial.log" | tr -d '\r' | grep -oE '[0-9a-f]{16} . _stext' | cut -c1-16 || true)
+    stext_guest=$(grep -a '^ARM64: kallsyms:' "$cache/$fixture.serial.log" | tr -d '\r' | grep -oE '[0-9a-f]{16} . _stext' | cut -c1-16 || true)
     stext_info=$(vmcoreinfo_value 'SYMBOL(_stext)')
     [[ -n $stext_guest && $stext_guest == "$stext_info" ]] ||
         die "SYMBOL(_stext)=$stext_info in VMCOREINFO, the guest's kallsyms says '${stext_guest}'"
@@ -395,8 +395,8 @@ check_and_describe() {
         local command="${qemu[*]}"
         command=${command//$work/\$WORK}
         echo "qemu command: ${command//$PWD\//}"
-        echo "guest: $(grep -a '^ARM64: kernel page size' "$cache/$name.serial.log" | tr -d '\r')"
-        echo "guest: $(grep -a '^ARM64: meminfo' "$cache/$name.serial.log" | tr -d '\r')"
+        echo "guest: $(grep -a '^ARM64: kernel page size' "$cache/$fixture.serial.log" | tr -d '\r')"
+        echo "guest: $(grep -a '^ARM64: meminfo' "$cache/$fixture.serial.log" | tr -d '\r')"
         echo "page size: $(vmcoreinfo_value PAGESIZE)  VA_BITS: $(vmcoreinfo_value 'NUMBER(VA_BITS)')" \
             " TCR_EL1_T1SZ: $(vmcoreinfo_value 'NUMBER(TCR_EL1_T1SZ)')" \
             " (T1SZ = 64 - VA_BITS of the kernel half)"
@@ -406,7 +406,7 @@ check_and_describe() {
             " mem_section: $(vmcoreinfo_value 'SYMBOL(mem_section)')  vmemmap: $(vmcoreinfo_value 'SYMBOL(vmemmap)')"
         echo "arm64 and layout keys of VMCOREINFO:"
         grep -E 'VA_BITS|TCR_EL1|KERNEL|kimage|PHYS_OFFSET|PAGESIZE|swapper_pg_dir|_stext|vmemmap|VMEMMAP|MODULES|VMALLOC|mem_section|SECTION_SIZE|MAX_PHYSMEM|SIZE\(page\)|PG_|PAGE_' \
-            "$cache/$name.vmcoreinfo" | sed 's/^/  /'
+            "$cache/$fixture.vmcoreinfo" | sed 's/^/  /'
         echo "ELF (scripts/lib/elfcore.py summary):"
         python3 scripts/lib/elfcore.py summary "$elf" | sed 's/^/  /'
         echo "readelf -n:"
@@ -414,8 +414,8 @@ check_and_describe() {
         echo "dump over QMP:"
         sed 's/^/  /' "$work/qmp.log"
         echo "boot to READY: $boot_seconds s"
-    } > "$cache/$name.info"
-    grep -E '^(kernel|page size|KERNELOFFSET|kimage)' "$cache/$name.info"
+    } > "$cache/$fixture.info"
+    grep -E '^(kernel|page size|KERNELOFFSET|kimage)' "$cache/$fixture.info"
 }
 
 compress() {
@@ -423,10 +423,10 @@ compress() {
     elf_bytes=$(stat -c %s "$elf") zst_bytes=$(stat -c %s "$elf.zst") elf_sha=$(sha256sum "$elf" | cut -d' ' -f1)
     {
         echo "files:"
-        echo "  $name      $elf_bytes bytes  sha256 $elf_sha"
-        echo "  $name.zst  $zst_bytes bytes (zstd -$zstd_level)"
-    } >> "$cache/$name.info"
-    echo "$name: $elf_bytes bytes, zstd $zst_bytes bytes, sha256 $elf_sha"
+        echo "  $fixture      $elf_bytes bytes  sha256 $elf_sha"
+        echo "  $fixture.zst  $zst_bytes bytes (zstd -$zstd_level)"
+    } >> "$cache/$fixture.info"
+    echo "$fixture: $elf_bytes bytes, zstd $zst_bytes bytes, sha256 $elf_sha"
 }
 
 # ---- the reference: Debian's arm64 makedumpfile -----------------------------------
@@ -476,21 +476,21 @@ EOF
 }
 
 make_reference() {
-    ref=$cache/$name.reference
+    ref=$cache/$fixture.reference
     rm -rf "$ref"
     mkdir -p "$ref"
     "${mdf[@]}" -v 2>&1 | head -n 1 > "$ref/version.txt"
     # As QEMU wrote it (e_phoff 192): what makedumpfile says about it.
-    ln -s "../$name" "$ref/$name"
-    run_makedumpfile qemu-layout --message-level 22 -l -d 1 "$name" qemu-layout.kdump
+    ln -s "../$fixture" "$ref/$fixture"
+    run_makedumpfile qemu-layout --message-level 22 -l -d 1 "$fixture" qemu-layout.kdump
     # The copy makedumpfile reads: program headers at 64.
-    python3 scripts/lib/elfcore.py phdrs-at-64 "$elf" "$ref/$name.phdr64"
+    python3 scripts/lib/elfcore.py phdrs-at-64 "$elf" "$ref/$fixture.phdr64"
     local level
     for level in 1 31; do
-        run_makedumpfile "d$level" --message-level 22 -l -d "$level" "$name.phdr64" "d$level.kdump"
+        run_makedumpfile "d$level" --message-level 22 -l -d "$level" "$fixture.phdr64" "d$level.kdump"
         report_of "$ref/d$level.stdout.txt" > "$ref/d$level.report.txt"
     done
-    run_makedumpfile dmesg --dump-dmesg "$name.phdr64" dmesg.txt
+    run_makedumpfile dmesg --dump-dmesg "$fixture.phdr64" dmesg.txt
     {
         for level in 1 31; do
             [[ -s $ref/d$level.kdump ]] || { echo "d$level: no output"; continue; }
@@ -506,7 +506,7 @@ make_reference() {
     cat "$ref/readers.txt"
     summarize_reference > "$ref/summary.md"
     cat "$ref/summary.md"
-    rm -f "$ref/$name.phdr64" "$ref/$name"
+    rm -f "$ref/$fixture.phdr64" "$ref/$fixture"
 }
 
 # summarize_reference: one table line per dump level, in decimal: what
@@ -531,13 +531,13 @@ summarize_reference() {
 }
 
 install_expected() {
-    local dest=tests/fixtures/arm64/expected/$name
+    local dest=tests/fixtures/arm64/expected/$fixture
     mkdir -p "$dest"
     cp "$ref"/{version.txt,runs.txt,readers.txt,summary.md} "$dest/"
     cp "$ref"/{qemu-layout,d1,d31,dmesg}.std{out,err}.txt "$dest/"
     cp "$ref"/d{1,31}.report.txt "$ref/dmesg.txt" "$dest/"
-    cp "$cache/$name.info" "$dest/info.txt"
-    cp "$cache/$name.vmcoreinfo" "$dest/vmcoreinfo.txt"
+    cp "$cache/$fixture.info" "$dest/info.txt"
+    cp "$cache/$fixture.vmcoreinfo" "$dest/vmcoreinfo.txt"
     echo "reference results copied to $dest"
 }
 
@@ -562,7 +562,7 @@ main() {
     fi
     echo "== timings"
     printf '%s\n' "${timings[@]}" "$(printf '%-10s %4d s' total $((SECONDS - start)))" |
-        tee -a "$cache/$name.info"
+        tee -a "$cache/$fixture.info"
 }
 
 main
