@@ -87,7 +87,13 @@ host_tools() {
         zstd:zstd readelf:binutils timeout:coreutils py/kdumpfile:python3-libkdumpfile
     # A static memfill needs the cross libc's libc.a, only a Recommends of
     # the cross compiler.
-    [[ -e /usr/aarch64-linux-gnu/lib/libc.a ]] || apt_ensure /nonexistent:libc6-dev-arm64-cross
+    [[ -e /usr/aarch64-linux-gnu/lib/libc.a ]] || install_package libc6-dev-arm64-cross
+}
+
+# install_package PKG: for packages no command stands for (a library, a keyring).
+install_package() {
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" > /dev/null
 }
 
 # ---- the arm64 apt state ----------------------------------------------------
@@ -114,8 +120,9 @@ apt_opts=(
     -o Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false
     -o Acquire::IndexTargets::deb::DEP-11-icons-hidpi::DefaultEnabled=false
     -o Acquire::Languages=none
-    # the _apt user may not write into target/; this state has no lock to share
-    -o APT::Sandbox::User=root -o Debug::NoLocking=true
+    # the _apt user may not write into target/ (apt's locks are in this state
+    # too, so a second run waits for the first one, not for the host's apt)
+    -o APT::Sandbox::User=root
 )
 apt_arm64() { apt-get "${apt_opts[@]}" "$@"; }
 apt_cache_arm64() { apt-cache "${apt_opts[@]}" "$@"; }
@@ -127,7 +134,7 @@ setup_apt() {
     mkdir -p "$apt_dir"/{state/lists/partial,cache/archives/partial,sources.list.d,preferences.d}
     touch "$apt_dir/state/status"
     local keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-    [[ -e $keyring ]] || apt_ensure /nonexistent:debian-archive-keyring
+    [[ -e $keyring ]] || install_package debian-archive-keyring
     cat > "$apt_dir/sources.list" << EOF
 deb [arch=arm64 signed-by=$keyring] http://deb.debian.org/debian bookworm main
 deb [arch=arm64 signed-by=$keyring] http://deb.debian.org/debian bookworm-updates main
