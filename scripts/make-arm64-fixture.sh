@@ -1,0 +1,575 @@
+#!/usr/bin/env bash
+# Makes a real arm64 vmcore: Debian's own arm64 kernel booted under
+# qemu-system-aarch64 (TCG) with a small deterministic workload, its memory
+# dumped by QEMU (dump-guest-memory, ELF, paging off); then makedumpfile's
+# reference results for it, from Debian's arm64 makedumpfile run through
+# qemu-user, read back by the host's libkdumpfile.
+#
+#   1. host tools (apt-get): qemu-system-arm, qemu-user-static, the aarch64
+#      cross compiler, ...
+#   2. a second apt state for arm64 in target/arm64/apt (its own sources.list,
+#      lists, cache and an empty dpkg status): the machine's apt sources and
+#      dpkg architectures are left alone
+#   3. apt-get download there: the kernel that linux-image-arm64 depends on,
+#      busybox-static, makedumpfile and the libraries it needs (unpacked with
+#      dpkg-deb -x, never installed)
+#   4. an initramfs (tests/fixtures/arm64/guest/init, busybox, memfill built
+#      from tests/capture/memfill.c) and an ext4 data disk for the page cache
+#   5. boot, wait for READY on the serial console (QEMU is killed after
+#      --timeout seconds), stop the VM, dump over QMP, quit
+#   6. checks (VMCOREINFO note, KERNELOFFSET against kallsyms), the info
+#      file, zstd
+#   7. makedumpfile -l -d 1 and -d 31, --dump-dmesg; page counts from the
+#      bitmaps; libkdumpfile reads the ELF and the dumps
+#
+# Usage: scripts/make-arm64-fixture.sh [--name NAME] [--timeout SECONDS]
+#            [--nokaslr] [--cpu MODEL] [--kernel PACKAGE] [--zstd-level N] [--refresh]
+#            [--no-reference] [--install-expected]
+#   --name              the fixture's name (default vmcore-arm64)
+#   --timeout           kill QEMU when the guest is not READY after this many
+#                       seconds (default 600)
+#   --nokaslr           boot with nokaslr (default: KASLR, seeded by QEMU's DT)
+#   --cpu               QEMU CPU model (default max,pauth-impdef=on: every
+#                       feature TCG has, with the cheap pointer-auth hash;
+#                       cortex-a57 has 44 physical address bits, so the
+#                       kernel randomises its linear map too)
+#   --kernel            the arm64 kernel package (default: the one
+#                       linux-image-arm64 depends on)
+#   --zstd-level        zstd's level for NAME.zst (default 9: 5 s; 19
+#                       saves a tenth and takes 2.5 minutes)
+#   --refresh           apt-get update the arm64 lists even when under a day old
+#   --no-reference      stop after the fixture (no makedumpfile runs)
+#   --install-expected  copy the reference results to
+#                       tests/fixtures/arm64/expected/NAME
+# As root. Results in target/arm64: NAME (the ELF as QEMU wrote it),
+# NAME.zst, NAME.info, NAME.vmcoreinfo, NAME.serial.log, NAME.reference/
+# (makedumpfile's outputs and reports). Downloads stay in target/arm64
+# (apt/, debs/, the unpacked kernel, busybox and sysroot) between runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/tools.sh
+export PYTHONDONTWRITEBYTECODE=1
+
+cache=$PWD/target/arm64
+fixture=vmcore-arm64 zstd_level=9 qemu_timeout=600 kaslr=1 cpu=max,pauth-impdef=on kernel_pkg='' refresh=0 reference=1 install_expected=0
+while (($#)); do
+    case $1 in
+        --timeout) qemu_timeout=$2; shift 2 ;;
+        --name) fixture=$2; shift 2 ;;
+        --nokaslr) kaslr=0; shift ;;
+        --zstd-level) zstd_level=$2; shift 2 ;;
+        --cpu) cpu=$2; shift 2 ;;
+        --kernel) kernel_pkg=$2; shift 2 ;;
+        --refresh) refresh=1; shift ;;
+        --no-reference) reference=0; shift ;;
+        --install-expected) install_expected=1; shift ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
+        *) echo "make-arm64-fixture.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+die() { echo "make-arm64-fixture: FAILED: $*" >&2; exit 1; }
+[[ $(id -u) -eq 0 ]] || die "run as root (apt-get, mknod for the initramfs)"
+
+# step NAME COMMAND...: runs it and notes how long it took, for the summary.
+timings=()
+step() {
+    local name=$1 start=$SECONDS
+    shift
+    echo "== $name"
+    "$@"
+    timings+=("$(printf '%-10s %4d s' "$name" $((SECONDS - start)))")
+}
+
+host_tools() {
+    apt_ensure qemu-system-aarch64:qemu-system-arm qemu-aarch64-static:qemu-user-static \
+        aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu cpio:cpio mke2fs:e2fsprogs modprobe:kmod \
+        zstd:zstd readelf:binutils timeout:coreutils py/kdumpfile:python3-libkdumpfile
+    # A static memfill needs the cross libc's libc.a, only a Recommends of
+    # the cross compiler.
+    [[ -e /usr/aarch64-linux-gnu/lib/libc.a ]] || install_package libc6-dev-arm64-cross
+}
+
+# install_package PKG: for packages no command stands for (a library, a keyring).
+install_package() {
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" > /dev/null
+}
+
+# ---- the arm64 apt state ----------------------------------------------------
+# Everything apt reads or writes for arm64 lives under target/arm64/apt: a
+# sources.list of its own, its own lists and cache, and an empty dpkg status
+# (nothing is "installed" there, so apt resolves against the archive alone).
+# APT::Architecture=arm64 makes arm64 the native architecture of these
+# commands only, so no `dpkg --add-architecture` is needed: apt-get download
+# and dpkg-deb -x never consult dpkg's architecture list.
+apt_dir=$cache/apt
+apt_opts=(
+    -o "Dir::State=$apt_dir/state" -o "Dir::State::Lists=$apt_dir/state/lists"
+    -o "Dir::State::status=$apt_dir/state/status" -o "Dir::Cache=$apt_dir/cache"
+    -o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d"
+    -o "Dir::Etc::Preferences=$apt_dir/preferences" -o "Dir::Etc::PreferencesParts=$apt_dir/preferences.d"
+    -o APT::Architecture=arm64 -o APT::Architectures::=arm64
+    # The host's docker-clean turns apt's binary cache off: every apt-cache
+    # call would then parse the 18 MB arm64 lists anew (a second each).
+    -o "Dir::Cache::pkgcache=$apt_dir/cache/pkgcache.bin"
+    -o "Dir::Cache::srcpkgcache=$apt_dir/cache/srcpkgcache.bin"
+    # the host's appstream hook would fetch DEP-11 metadata nobody here reads
+    -o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false
+    -o Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false
+    -o Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false
+    -o Acquire::IndexTargets::deb::DEP-11-icons-hidpi::DefaultEnabled=false
+    -o Acquire::Languages=none
+    # the _apt user may not write into target/ (apt's locks are in this state
+    # too, so a second run waits for the first one, not for the host's apt)
+    -o APT::Sandbox::User=root
+)
+apt_arm64() { apt-get "${apt_opts[@]}" "$@"; }
+apt_cache_arm64() { apt-cache "${apt_opts[@]}" "$@"; }
+
+# The same suites as the machine's own sources (security updates included,
+# so the kernel is the one linux-image-amd64 gets here: the x86_64 fixtures'
+# 6.1 kernel), for arm64.
+setup_apt() {
+    mkdir -p "$apt_dir"/{state/lists/partial,cache/archives/partial,sources.list.d,preferences.d}
+    touch "$apt_dir/state/status"
+    local keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+    [[ -e $keyring ]] || install_package debian-archive-keyring
+    cat > "$apt_dir/sources.list" << EOF
+deb [arch=arm64 signed-by=$keyring] http://deb.debian.org/debian bookworm main
+deb [arch=arm64 signed-by=$keyring] http://deb.debian.org/debian bookworm-updates main
+deb [arch=arm64 signed-by=$keyring] http://deb.debian.org/debian-security bookworm-security main
+EOF
+    # A warm cache needs no network: the lists are refreshed once a day.
+    if ((refresh)) || [[ -z $(find "$apt_dir/state/lists" -maxdepth 1 -name '*Packages*' -mmin -1440) ]]; then
+        apt_arm64 update -q | tail -n 1
+    fi
+}
+
+# candidate PKG: the version apt would take.
+candidate() {
+    apt_cache_arm64 show --no-all-versions "$1" 2> /dev/null | awk '/^Version:/ {print $2; exit}'
+}
+
+# fetch_deb PKG: downloads the candidate .deb into target/arm64/debs once;
+# prints its path.
+fetch_deb() {
+    local pkg=$1 version deb
+    version=$(candidate "$pkg")
+    [[ -n $version ]] || die "no arm64 package $pkg in $apt_dir/sources.list"
+    deb=$cache/debs/${pkg}_${version/:/%3a}_arm64.deb
+    if [[ ! -s $deb ]]; then
+        mkdir -p "$cache/debs"
+        (cd "$cache/debs" && apt_arm64 download -q "$pkg=$version" > /dev/null)
+    fi
+    [[ -s $deb ]] || die "apt-get download $pkg=$version left no $deb"
+    echo "$deb"
+}
+
+# unpack DEB DIR: dpkg-deb -x into DIR once (a .tmp first, so an interrupted
+# run leaves no half tree).
+unpack() {
+    local deb=$1 dir=$2
+    [[ -d $dir ]] && return 0
+    rm -rf "$dir.tmp"
+    dpkg-deb -x "$deb" "$dir.tmp"
+    mv "$dir.tmp" "$dir"
+}
+
+# Sets kernel_pkg, kver, kroot (the unpacked package, with modules.dep).
+fetch_kernel() {
+    if [[ -z $kernel_pkg ]]; then
+        kernel_pkg=$(apt_cache_arm64 depends linux-image-arm64 |
+            awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+        [[ -n $kernel_pkg ]] || die "apt-cache finds no kernel package that linux-image-arm64 depends on"
+    fi
+    kver=${kernel_pkg#linux-image-} kroot=$cache/kernel-$kver
+    echo "kernel package: $kernel_pkg $(candidate "$kernel_pkg")"
+    if [[ ! -e $kroot/lib/modules/$kver/modules.dep ]]; then
+        rm -rf "$kroot"
+        unpack "$(fetch_deb "$kernel_pkg")" "$kroot"
+        depmod -b "$kroot" "$kver"
+    fi
+    # The kernel's own word on what the fixture must handle.
+    grep -E '^CONFIG_(ARM64_PAGE_SHIFT|ARM64_VA_BITS|ARM64_PA_BITS|PGTABLE_LEVELS|RANDOMIZE_BASE|FW_CFG_SYSFS)=' \
+        "$kroot/boot/config-$kver" | tr '\n' ' '
+    echo
+}
+
+fetch_busybox() {
+    busybox_version=$(candidate busybox-static)
+    busybox_root=$cache/busybox-static-${busybox_version/:/%3a}
+    unpack "$(fetch_deb busybox-static)" "$busybox_root"
+    [[ -x $busybox_root/bin/busybox ]] || die "busybox-static has no bin/busybox"
+    echo "busybox-static $busybox_version"
+}
+
+# depends_closure PKG...: the packages and, recursively, what they Depend or
+# Pre-Depend on (the first of alternatives), one a line. perl is left out:
+# makedumpfile needs it only for its makedumpfile-R.pl script, not for the
+# binary.
+depends_closure() {
+    local queue=("$@") seen=" " pkg
+    while ((${#queue[@]})); do
+        pkg=${queue[0]} queue=("${queue[@]:1}")
+        [[ $seen == *" $pkg "* ]] && continue
+        seen+="$pkg "
+        echo "$pkg"
+        mapfile -t -O "${#queue[@]}" queue < <(apt_cache_arm64 show --no-all-versions "$pkg" |
+            awk -F': ' '/^(Pre-)?Depends:/ {print $2}' | tr ',' '\n' |
+            sed -E 's/\|.*//; s/\(.*\)//; s/:any//; s/[[:space:]]//g' | grep -vxE 'perl|perl-base|' || true)
+    done
+}
+
+# Debian's arm64 makedumpfile in a sysroot for qemu-aarch64-static -L: sets
+# sysroot and mdf (the command, as an array).
+fetch_makedumpfile() {
+    local pkgs pkg stamp
+    mapfile -t pkgs < <(depends_closure makedumpfile)
+    stamp=$(for pkg in "${pkgs[@]}"; do echo "$pkg=$(candidate "$pkg")"; done)
+    sysroot=$cache/sysroot
+    if [[ $(cat "$sysroot/.packages" 2> /dev/null) != "$stamp" ]]; then
+        rm -rf "$sysroot"
+        mkdir -p "$sysroot"
+        for pkg in "${pkgs[@]}"; do
+            dpkg-deb -x "$(fetch_deb "$pkg")" "$sysroot"
+        done
+        echo "$stamp" > "$sysroot/.packages"
+    fi
+    echo "sysroot: $(echo "$stamp" | tr '\n' ' ')"
+    # Debian 12 ships it as /usr/bin/makedumpfile (older releases: /usr/sbin).
+    local bin
+    for bin in "$sysroot"/usr/{bin,sbin}/makedumpfile; do [[ -x $bin ]] && break; done
+    mdf=(qemu-aarch64-static -L "$sysroot" "$bin")
+    "${mdf[@]}" -v 2>&1 | head -n 1 | grep -q '^makedumpfile: version' ||
+        die "Debian's arm64 makedumpfile does not run under qemu-aarch64-static: $("${mdf[@]}" -v 2>&1 | head -n 3)"
+    "${mdf[@]}" -v 2>&1 | head -n 1
+}
+
+# ---- the guest ----------------------------------------------------------------
+# copy_modules DIR MODULE...: the modules and their dependencies, with
+# DIR/order listing them in the order insmod needs.
+copy_modules() {
+    local dir=$1 module ko
+    shift
+    for module in "$@"; do
+        modprobe -d "$kroot" -S "$kver" --show-depends "$module"
+    done | awk '$1 == "insmod" && !seen[$2]++ {print $2}' | while read -r ko; do
+        cp "$ko" "$dir/"
+        basename "$ko" >> "$dir/order"
+    done
+}
+
+make_cpio() {
+    (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -1)
+}
+
+build_initramfs() {
+    local tree=$work/initramfs
+    mkdir -p "$tree"/{bin,dev,proc,sys,tmp,data,modules}
+    # The kernel gives PID 1 /dev/console as stdin/out before devtmpfs is up.
+    mknod -m 600 "$tree/dev/console" c 5 1
+    install -m 0755 "$busybox_root/bin/busybox" "$tree/bin/busybox"
+    aarch64-linux-gnu-gcc -O2 -Wall -Werror -static -o "$tree/bin/memfill" tests/capture/memfill.c
+    install -m 0755 tests/fixtures/arm64/guest/init "$tree/init"
+    # crc32c first: ext4 asks for it by name (a soft dependency).
+    copy_modules "$tree/modules" qemu_fw_cfg virtio_mmio virtio_blk crc32c_generic ext4
+    make_cpio "$tree" > "$work/initrd.gz"
+    echo "initramfs: $(stat -c %s "$work/initrd.gz") bytes, modules: $(tr '\n' ' ' < "$tree/modules/order")"
+}
+
+# The data disk, read-only in the guest: real files for the page cache,
+# some of the kernel package's file system modules (10 MiB: enough pages of
+# each kind, little for zstd to carry), the same bytes every run (fixed
+# UUID, hash seed and time).
+data_dirs=(btrfs ext4 nfs xfs)
+make_disk() {
+    data_img=$cache/data-$kver-$(IFS=-; echo "${data_dirs[*]}").img
+    [[ -s $data_img ]] && return 0
+    local dir root=$work/diskroot
+    mkdir -p "$root"
+    for dir in "${data_dirs[@]}"; do
+        cp -a "$kroot/lib/modules/$kver/kernel/fs/$dir" "$root/"
+    done
+    E2FSPROGS_FAKE_TIME=1700000000 mke2fs -q -t ext4 -b 4096 -U 61726d36-342d-6669-7874-000000000001 \
+        -E root_owner=0:0,hash_seed=61726d36-342d-6669-7874-000000000002 \
+        -d "$root" "$data_img.tmp" 32M
+    mv "$data_img.tmp" "$data_img"
+}
+
+# ---- boot and dump ---------------------------------------------------------------
+qpid=
+cleanup() {
+    if [[ -n $qpid ]] && kill -0 "$qpid" 2> /dev/null; then
+        kill "$qpid" 2> /dev/null || true
+        wait "$qpid" 2> /dev/null || true
+    fi
+    rm -rf "$work"
+}
+
+# wait_ready LOG: shows the guest's ARM64: lines as they come; returns when
+# it says READY, fails when it says FAILED, panics, QEMU exits, or the
+# timeout passes (then QEMU is killed).
+wait_ready() {
+    local log=$1 start=$SECONDS shown=0 lines=()
+    while :; do
+        mapfile -t lines < <(grep -a '^ARM64:' "$log" 2> /dev/null | tr -d '\r')
+        for (( ; shown < ${#lines[@]}; shown++)); do
+            printf '[%3d s] %s\n' $((SECONDS - start)) "${lines[shown]}"
+        done
+        if printf '%s\n' "${lines[@]}" | grep -qx 'ARM64: READY'; then
+            boot_seconds=$((SECONDS - start))
+            return 0
+        fi
+        if printf '%s\n' "${lines[@]}" | grep -q '^ARM64: FAILED' || grep -qa 'Kernel panic' "$log"; then
+            tail -n 30 "$log" >&2
+            die "the guest failed before READY; the serial log's last lines are above"
+        fi
+        if ! kill -0 "$qpid" 2> /dev/null; then
+            cat "$work/qemu.out" >&2
+            tail -n 30 "$log" >&2
+            die "QEMU exited before the guest was READY"
+        fi
+        if ((SECONDS - start >= qemu_timeout)); then
+            kill "$qpid" 2> /dev/null || true
+            tail -n 30 "$log" >&2
+            die "the guest was not READY after $qemu_timeout s: QEMU killed (the serial log's last lines are above; --timeout to wait longer)"
+        fi
+        sleep 0.5
+    done
+}
+
+boot_and_dump() {
+    local log=$work/serial.log qmp_sock=$work/qmp.sock
+    elf=$cache/$fixture
+    rm -f "$elf" "$elf.zst"
+    local append="console=ttyAMA0 panic=-1 loglevel=6"
+    ((kaslr)) || append+=" nokaslr"
+    # -M virt: dtb-randomness is on by default in QEMU 7.2, so the DT's
+    # /chosen has a kaslr-seed (and rng-seed) and the kernel randomises its
+    # base. The console is a file (not -nographic's stdio) so this script
+    # can read it while QEMU runs in the background.
+    # shellcheck disable=SC2054 # the commas are inside single arguments
+    qemu=(qemu-system-aarch64 -M virt -cpu "$cpu" -accel tcg -m 256M -smp 1
+        -nodefaults -display none -no-reboot -serial "file:$log"
+        -kernel "$kroot/boot/vmlinuz-$kver" -initrd "$work/initrd.gz" -append "$append"
+        -device vmcoreinfo
+        -drive "if=none,id=data,file=$data_img,format=raw,snapshot=on"
+        -device virtio-blk-device,drive=data
+        -qmp "unix:$qmp_sock,server=on,wait=off")
+    echo "${qemu[*]}"
+    : > "$log"
+    # timeout(1) as a net: QEMU dies even if this script is killed outright.
+    timeout --kill-after=10 $((qemu_timeout + 300)) "${qemu[@]}" > "$work/qemu.out" 2>&1 &
+    qpid=$!
+    wait_ready "$log"
+    # Stopped first, so the dump is one consistent moment.
+    python3 scripts/lib/qmp.py "$qmp_sock" stop \
+        dump-guest-memory "{\"paging\": false, \"protocol\": \"file:$elf\", \"format\": \"elf\"}" \
+        quit | tee "$work/qmp.log"
+    wait "$qpid" || true
+    qpid=
+    cp "$log" "$cache/$fixture.serial.log"
+    chmod 0644 "$elf"
+}
+
+# ---- checks and info ---------------------------------------------------------------
+vmcoreinfo_value() { sed -n "s/^$1=//p" "$cache/$fixture.vmcoreinfo"; }
+
+check_and_describe() {
+    readelf -n -W "$elf" | grep -q VMCOREINFO || die "$elf has no VMCOREINFO note (was qemu_fw_cfg loaded?)"
+    python3 scripts/lib/elfcore.py vmcoreinfo "$elf" > "$cache/$fixture.vmcoreinfo"
+    local offset stext_guest stext_info link kaslr_check
+    offset=$(vmcoreinfo_value KERNELOFFSET)
+    # Debian's System.map is a stub (the real one is in the -dbg package), so
+    # the check is against the guest's own kallsyms: SYMBOL(_stext) must be
+    # where the running kernel has _stext, and _stext - KERNELOFFSET is its
+    # link-time address, which does not move.
+    stext_guest=$(grep -a '^ARM64: kallsyms:' "$cache/$fixture.serial.log" | tr -d '\r' | grep -oE '[0-9a-f]{16} . _stext' | cut -c1-16 || true)
+    stext_info=$(vmcoreinfo_value 'SYMBOL(_stext)')
+    [[ -n $stext_guest && $stext_guest == "$stext_info" ]] ||
+        die "SYMBOL(_stext)=$stext_info in VMCOREINFO, the guest's kallsyms says '${stext_guest}'"
+    link=$(printf '%x' $((0x$stext_info - 0x$offset)))
+    kaslr_check="SYMBOL(_stext) $stext_info equals the guest's kallsyms; link-time _stext = $link"
+    {
+        echo "arm64 vmcore fixture, made by scripts/make-arm64-fixture.sh on $(date -u +%F)"
+        echo "kernel: $kernel_pkg $(candidate "$kernel_pkg") ($(vmcoreinfo_value OSRELEASE))"
+        echo "kernel config: $(grep -E '^CONFIG_(ARM64_PAGE_SHIFT|ARM64_VA_BITS|ARM64_PA_BITS|PGTABLE_LEVELS|RANDOMIZE_BASE)=' \
+            "$kroot/boot/config-$kver" | tr '\n' ' ')"
+        echo "variant: cpu $cpu, $( ((kaslr)) && echo "KASLR on" || echo nokaslr)"
+        echo "busybox-static: $busybox_version"
+        echo "qemu: $(qemu-system-aarch64 --version | head -n 1)"
+        local command="${qemu[*]}"
+        command=${command//$work/\$WORK}
+        echo "qemu command: ${command//$PWD\//}"
+        echo "guest: $(grep -a '^ARM64: kernel page size' "$cache/$fixture.serial.log" | tr -d '\r')"
+        echo "guest: $(grep -a '^ARM64: meminfo' "$cache/$fixture.serial.log" | tr -d '\r')"
+        echo "page size: $(vmcoreinfo_value PAGESIZE)  VA_BITS: $(vmcoreinfo_value 'NUMBER(VA_BITS)')" \
+            " TCR_EL1_T1SZ: $(vmcoreinfo_value 'NUMBER(TCR_EL1_T1SZ)')" \
+            " (T1SZ = 64 - VA_BITS of the kernel half)"
+        echo "KERNELOFFSET: 0x$offset ($( ((kaslr)) && echo "KASLR on" || echo "nokaslr")); $kaslr_check"
+        echo "kimage_voffset: $(vmcoreinfo_value 'NUMBER(kimage_voffset)')  PHYS_OFFSET: $(vmcoreinfo_value 'NUMBER(PHYS_OFFSET)')"
+        echo "swapper_pg_dir: $(vmcoreinfo_value 'SYMBOL(swapper_pg_dir)')  _stext: $(vmcoreinfo_value 'SYMBOL(_stext)')" \
+            " mem_section: $(vmcoreinfo_value 'SYMBOL(mem_section)')  vmemmap: $(vmcoreinfo_value 'SYMBOL(vmemmap)')"
+        echo "arm64 and layout keys of VMCOREINFO:"
+        grep -E 'VA_BITS|TCR_EL1|KERNEL|kimage|PHYS_OFFSET|PAGESIZE|swapper_pg_dir|_stext|vmemmap|VMEMMAP|MODULES|VMALLOC|mem_section|SECTION_SIZE|MAX_PHYSMEM|SIZE\(page\)|PG_|PAGE_' \
+            "$cache/$fixture.vmcoreinfo" | sed 's/^/  /'
+        echo "ELF (scripts/lib/elfcore.py summary):"
+        python3 scripts/lib/elfcore.py summary "$elf" | sed 's/^/  /'
+        echo "readelf -n:"
+        readelf -n -W "$elf" | awk '/^ +[A-Z]/ {print "  " $1, $2, $3, $4, $5}'
+        echo "dump over QMP:"
+        sed 's/^/  /' "$work/qmp.log"
+        echo "boot to READY: $boot_seconds s"
+    } > "$cache/$fixture.info"
+    grep -E '^(kernel|page size|KERNELOFFSET|kimage)' "$cache/$fixture.info"
+}
+
+compress() {
+    zstd -q -f -T0 "-$zstd_level" "$elf" -o "$elf.zst"
+    elf_bytes=$(stat -c %s "$elf") zst_bytes=$(stat -c %s "$elf.zst") elf_sha=$(sha256sum "$elf" | cut -d' ' -f1)
+    {
+        echo "files:"
+        echo "  $fixture      $elf_bytes bytes  sha256 $elf_sha"
+        echo "  $fixture.zst  $zst_bytes bytes (zstd -$zstd_level)"
+    } >> "$cache/$fixture.info"
+    echo "$fixture: $elf_bytes bytes, zstd $zst_bytes bytes, sha256 $elf_sha"
+}
+
+# ---- the reference: Debian's arm64 makedumpfile -----------------------------------
+# run_makedumpfile NAME ARGS...: runs it in the reference folder (relative
+# names, so the reports name no host path), stdout and stderr kept apart,
+# with its exit status and time.
+run_makedumpfile() {
+    local name=$1 start=$EPOCHREALTIME rc=0
+    shift
+    (cd "$ref" && "${mdf[@]}" "$@" > "$name.stdout.txt" 2> "$name.stderr.txt") || rc=$?
+    printf '%s: exit %d, %s s: makedumpfile %s\n' "$name" "$rc" \
+        "$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')" "$*" | tee -a "$ref/runs.txt"
+}
+
+# The report part of makedumpfile's output, as ../shared/fixtures/expected has it.
+report_of() {
+    sed -n '/^Original pages/,/^Total pages/p' "$1"
+}
+
+# libkdumpfile_read FILE: what libkdumpfile (python3-libkdumpfile) makes of
+# a vmcore or dump: its attributes, and init_uts_ns read through the
+# kernel's page tables (at the kernel virtual address VMCOREINFO gives), as
+# one JSON line.
+libkdumpfile_read() {
+    /usr/bin/python3 - "$1" "$(vmcoreinfo_value 'SYMBOL(init_uts_ns)')" \
+        "$(vmcoreinfo_value 'OFFSET(uts_namespace.name)')" << 'EOF'
+import json, sys, kdumpfile
+d = kdumpfile.kdumpfile(sys.argv[1])
+out = {}
+for name in ("file.format", "arch.name", "arch.page_size", "linux.uts.release", "linux.uts.machine"):
+    try:
+        out[name] = str(d.attr[name])
+    except Exception as e:
+        out[name] = f"error: {type(e).__name__}: {e}"
+uts, name = int(sys.argv[2], 16), int(sys.argv[3])
+key = "init_uts_ns at KVADDR %#x: sysname, release" % uts
+try:
+    d.attr["addrxlat.ostype"] = "linux"
+    # the utsname (sysname[65], nodename[65], release[65], ...) is at
+    # OFFSET(uts_namespace.name) of VMCOREINFO
+    raw = bytes(d.read(kdumpfile.KDUMP_KVADDR, uts + name, 3 * 65))
+    out[key] = [raw[i:i + 65].split(b"\0")[0].decode() for i in (0, 130)]
+except Exception as e:
+    out[key] = f"error: {type(e).__name__}: {e}"
+print(json.dumps(out))
+EOF
+}
+
+make_reference() {
+    ref=$cache/$fixture.reference
+    rm -rf "$ref"
+    mkdir -p "$ref"
+    "${mdf[@]}" -v 2>&1 | head -n 1 > "$ref/version.txt"
+    # As QEMU wrote it (e_phoff 192): what makedumpfile says about it.
+    ln -s "../$fixture" "$ref/$fixture"
+    run_makedumpfile qemu-layout --message-level 22 -l -d 1 "$fixture" qemu-layout.kdump
+    # The copy makedumpfile reads: program headers at 64.
+    python3 scripts/lib/elfcore.py phdrs-at-64 "$elf" "$ref/$fixture.phdr64"
+    local level
+    for level in 1 31; do
+        run_makedumpfile "d$level" --message-level 22 -l -d "$level" "$fixture.phdr64" "d$level.kdump"
+        report_of "$ref/d$level.stdout.txt" > "$ref/d$level.report.txt"
+    done
+    run_makedumpfile dmesg --dump-dmesg "$fixture.phdr64" dmesg.txt
+    {
+        for level in 1 31; do
+            [[ -s $ref/d$level.kdump ]] || { echo "d$level: no output"; continue; }
+            echo "d$level bitmaps (tests/py/kdump_bitmap.py): $(/usr/bin/python3 tests/py/kdump_bitmap.py "$ref/d$level.kdump")"
+            echo "d$level libkdumpfile vs the ELF (tests/py/compare_dump.py): $(/usr/bin/python3 tests/py/compare_dump.py \
+                "$ref/d$level.kdump" "$elf" --excluded-ok 2>&1 || true)"
+        done
+        echo "libkdumpfile on the ELF as QEMU wrote it: $(libkdumpfile_read "$elf" 2>&1 || true)"
+        for level in 1 31; do
+            echo "libkdumpfile on d$level.kdump: $(libkdumpfile_read "$ref/d$level.kdump" 2>&1 || true)"
+        done
+    } > "$ref/readers.txt"
+    cat "$ref/readers.txt"
+    summarize_reference > "$ref/summary.md"
+    cat "$ref/summary.md"
+    rm -f "$ref/$fixture.phdr64" "$ref/$fixture"
+}
+
+# summarize_reference: one table line per dump level, in decimal: what
+# makedumpfile's report counts, pages set in the output's 2nd bitmap, its
+# size and time.
+summarize_reference() {
+    local level report pages wall
+    # count LABEL: the report's hexadecimal count on that line, in decimal
+    count() { printf '%d' "$(sed -n "s/^ *$1 *: \(0x[0-9a-f]*\)$/\1/p" "$report")"; }
+    echo "| -d | comp | wall s | output bytes | pages in file | zero | cache | cache priv | user | free | remaining |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    for level in 1 31; do
+        report=$ref/d$level.report.txt
+        pages=$(/usr/bin/python3 tests/py/kdump_bitmap.py "$ref/d$level.kdump" |
+            /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["pages_in_file"])')
+        wall=$(sed -n "s/^d$level: exit 0, \([0-9.]*\) s:.*/\1/p" "$ref/runs.txt")
+        printf '| %s | lzo | %s | %d | %d | %d | %d | %d | %d | %d | %d |\n' "$level" "$wall" \
+            "$(stat -c %s "$ref/d$level.kdump")" "$pages" "$(count 'Pages filled with zero')" \
+            "$(count 'Non-private cache pages')" "$(count 'Private cache pages')" \
+            "$(count 'User process data pages')" "$(count 'Free pages')" "$(count 'Remaining pages')"
+    done
+}
+
+install_expected() {
+    local dest=tests/fixtures/arm64/expected/$fixture
+    mkdir -p "$dest"
+    cp "$ref"/{version.txt,runs.txt,readers.txt,summary.md} "$dest/"
+    cp "$ref"/{qemu-layout,d1,d31,dmesg}.std{out,err}.txt "$dest/"
+    cp "$ref"/d{1,31}.report.txt "$ref/dmesg.txt" "$dest/"
+    cp "$cache/$fixture.info" "$dest/info.txt"
+    cp "$cache/$fixture.vmcoreinfo" "$dest/vmcoreinfo.txt"
+    echo "reference results copied to $dest"
+}
+
+main() {
+    local start=$SECONDS
+    work=$(mktemp -d /tmp/make-arm64-fixture.XXXXXX)
+    trap cleanup EXIT
+    mkdir -p "$cache"
+    step tools host_tools
+    step apt setup_apt
+    step kernel fetch_kernel
+    step busybox fetch_busybox
+    if ((reference)); then step mdf-root fetch_makedumpfile; fi
+    step initramfs build_initramfs
+    step disk make_disk
+    step boot+dump boot_and_dump
+    step check check_and_describe
+    step zstd compress
+    if ((reference)); then
+        step reference make_reference
+        if ((install_expected)); then install_expected; fi
+    fi
+    echo "== timings"
+    printf '%s\n' "${timings[@]}" "$(printf '%-10s %4d s' total $((SECONDS - start)))" |
+        tee -a "$cache/$fixture.info"
+}
+
+main
