@@ -13,7 +13,7 @@ use std::time::Instant;
 use support::dumps::{Fixture, fixtures};
 use support::temp_dir;
 use vmdump::classify::{ClassCounts, PageClassifier};
-use vmdump::input::Vmcore;
+use vmdump::input::{Input, Vmcore};
 use vmdump::xlat::{KernelMemory, SectionTable};
 use vmdump_format::kdump::{DiskDumpHeader, SubHeader};
 

@@ -5,7 +5,7 @@
 mod support;
 
 use vmdump::dmesg::kernel_log;
-use vmdump::input::Vmcore;
+use vmdump::input::{Input, Vmcore};
 use vmdump::xlat::KernelMemory;
 
 /// The first line where `got` and `want` differ, both shown.

@@ -9,6 +9,7 @@ use support::dumps::{descriptor_slots, dump_counts, libkdumpfile_compare, vmdump
 use support::synthetic::*;
 use support::temp_dir;
 use vmdump_synth::{self as synth, SynthSpec};
+use vmdump::input::Input;
 
 /// Excludes every fifth pfn and one block, as free pages.
 struct EveryFifth;
@@ -58,7 +59,7 @@ fn filtered_dump(vmcore: &Path, out: &Path, threads: usize) -> vmdump::dump::Dum
         format: Format::Kdump,
         progress: vmdump::progress::ProgressStyle::Off,
         close_incomplete: false,
-        earlier: Some((&EveryFifth, vmdump::level::DumpLevel::NONE)),
+        extra: Some(&EveryFifth),
     };
     let plan = Plan::build(&asked, &input, None).unwrap();
     let file = std::fs::File::create(out).unwrap();

@@ -6,7 +6,7 @@
 
 mod support;
 
-use vmdump::input::Vmcore;
+use vmdump::input::{Input, Vmcore};
 use vmdump::xlat::{KernelMemory, PageOffsetSource, SectionTable};
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 

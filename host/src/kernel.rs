@@ -8,37 +8,37 @@ use vmdump_format::kdump::Utsname;
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
 use crate::classify::{ClassifyError, PageClassifier};
-use crate::input::Vmcore;
+use crate::input::Input;
 use crate::level::DumpLevel;
 use crate::xlat::{KernelMemory, PhysRead, SectionTable, XlatError};
 
 /// The kernel's memory and tables.
 pub struct KernelView<'v> {
-    memory: KernelMemory<'v, Vmcore>,
+    memory: KernelMemory<'v, dyn Input + 'v>,
     info: &'v VmcoreInfo,
     /// The memory sections, or why they cannot be read.
     sections: Result<SectionTable, String>,
 }
 
 impl<'v> KernelView<'v> {
-    /// Opens the kernel's memory of `vmcore` and reads its memory sections;
-    /// `None` when the vmcore has no VMCOREINFO.
+    /// Opens the kernel's memory of `input` and reads its memory sections;
+    /// `None` when the input has no VMCOREINFO.
     ///
     /// # Errors
     /// The page tables cannot be read (an unreadable section table is not
     /// an error here: [`KernelView::sections`] says why).
-    pub fn open(vmcore: &'v Vmcore) -> Result<Option<Self>, XlatError> {
-        let Some(info) = vmcore.vmcoreinfo() else { return Ok(None) };
-        let memory = KernelMemory::open(vmcore, info, &vmcore.elf().loads)?;
+    pub fn open(input: &'v (dyn Input + 'v)) -> Result<Option<Self>, XlatError> {
+        let Some(info) = input.vmcoreinfo() else { return Ok(None) };
+        let memory = KernelMemory::open(input, info, input.loads())?;
         let sections = match info.symbol("mem_section") {
-            Some(_) => SectionTable::read(&memory, info, vmcore.phys().max_pfn()).map_err(|e| e.to_string()),
+            Some(_) => SectionTable::read(&memory, info, input.phys().max_pfn()).map_err(|e| e.to_string()),
             None => Err("VMCOREINFO has no SYMBOL(mem_section)".to_owned()),
         };
         Ok(Some(Self { memory, info, sections }))
     }
 
     /// Kernel virtual memory.
-    pub fn memory(&self) -> &KernelMemory<'v, Vmcore> {
+    pub fn memory(&self) -> &KernelMemory<'v, dyn Input + 'v> {
         &self.memory
     }
 
@@ -77,7 +77,7 @@ impl<'v> KernelView<'v> {
     /// # Errors
     /// VMCOREINFO lacks what the level's bits need, or the sections are
     /// unreadable.
-    pub fn classifier(&self, level: DumpLevel) -> Result<PageClassifier<'_, Vmcore>, ClassifyError> {
+    pub fn classifier(&self, level: DumpLevel) -> Result<PageClassifier<'_, dyn Input + 'v>, ClassifyError> {
         let sections = self.sections.as_ref().map_err(|why| ClassifyError::Sections(why.clone()))?;
         PageClassifier::new(&self.memory, self.info, sections, level)
     }
@@ -127,7 +127,7 @@ fn uts_address(info: &VmcoreInfo) -> Option<u64> {
 
 /// The kernel's `new_utsname`; `Ok(None)` without its symbol, an error
 /// when it cannot be read or does not look like one.
-fn read_utsname<R: PhysRead>(
+fn read_utsname<R: PhysRead + ?Sized>(
     memory: &KernelMemory<'_, R>,
     info: &VmcoreInfo,
 ) -> Result<Option<Utsname>, XlatError> {

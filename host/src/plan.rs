@@ -17,7 +17,7 @@ use vmdump_sdk::{KdumpFormat, LogLevel};
 use crate::classify::PageClassifier;
 use crate::codec::Codec;
 use crate::exclude::{Exclusion, FilterSet, MetadataFilter};
-use crate::input::{ReadMode, Vmcore};
+use crate::input::{Input, ReadMode};
 use crate::kernel::KernelView;
 use crate::level::DumpLevel;
 use crate::plugin::{LoadError, Registry};
@@ -64,13 +64,13 @@ pub struct Asked<'a> {
     pub progress: ProgressStyle,
     /// Whether the output can be closed as an incomplete dump.
     pub close_incomplete: bool,
-    /// What a converted input already left out, and the level it was dumped at.
-    pub earlier: Option<(&'a dyn MetadataFilter, DumpLevel)>,
+    /// A metadata stage of the caller's own, after the others.
+    pub extra: Option<&'a dyn MetadataFilter>,
 }
 
 /// A dump, planned.
 pub struct Plan<'a> {
-    input: &'a Vmcore,
+    input: &'a dyn Input,
     ram: PhysMap,
     utsname: Option<Utsname>,
     exclusion: Exclusion<'a>,
@@ -89,12 +89,12 @@ impl<'a> Plan<'a> {
     /// that cannot be found or initialised.
     pub fn build(
         asked: &Asked<'a>,
-        input: &'a Vmcore,
+        input: &'a dyn Input,
         kernel: Option<&'a KernelView<'a>>,
     ) -> anyhow::Result<Self> {
         let profile = asked.profile;
         let mut notes = Vec::new();
-        let earlier = asked.earlier.map_or(DumpLevel::NONE, |(_, level)| level);
+        let earlier = input.earlier().map_or(DumpLevel::NONE, |(_, level)| level);
         let level = decide_level(profile.dump.level, earlier, input, kernel, asked.allow_lower, &mut notes)?;
         let host: Arc<dyn HostServices> = Arc::new(DumpHost { vmcoreinfo: input.vmcoreinfo().cloned() });
         let loaded = profile
@@ -103,8 +103,8 @@ impl<'a> Plan<'a> {
             .map(|f| Ok((asked.registry.filter(&f.name)?, f.params())))
             .collect::<Result<Vec<_>, LoadError>>()?;
         let plugins = FilterSet::new(&loaded, &host)?;
-        let exclusion =
-            Exclusion::new(level, kernel, plugins, asked.earlier.map(|(f, _)| f), input.page_size())?;
+        let others = input.earlier().map(|(stage, _)| stage).into_iter().chain(asked.extra).collect();
+        let exclusion = Exclusion::new(level, kernel, plugins, others, input.page_size())?;
         let codec = match asked.format {
             Format::Kdump => open_codec(profile, asked.registry, host, input)?,
             Format::Elf => None,
@@ -125,7 +125,7 @@ impl<'a> Plan<'a> {
     }
 
     /// The input.
-    pub fn input(&self) -> &'a Vmcore {
+    pub fn input(&self) -> &'a dyn Input {
         self.input
     }
 
@@ -173,7 +173,7 @@ impl<'a> Plan<'a> {
 
 /// The kernel of `input`, opened once for the run; `None`, with a note,
 /// when its page tables cannot be read (or there is no VMCOREINFO).
-pub fn open_kernel<'v>(input: &'v Vmcore, notes: &mut Vec<String>) -> Option<KernelView<'v>> {
+pub fn open_kernel<'v>(input: &'v dyn Input, notes: &mut Vec<String>) -> Option<KernelView<'v>> {
     if input.vmcoreinfo().is_none() {
         notes.push(format!(
             "{} has no VMCOREINFO note: the dump is complete, but its header has no kernel release, \
@@ -192,7 +192,7 @@ pub fn open_kernel<'v>(input: &'v Vmcore, notes: &mut Vec<String>) -> Option<Ker
 
 /// The RAM to dump (to the kernel's memory end) and the kernel's utsname.
 fn kernel_facts(
-    input: &Vmcore,
+    input: &dyn Input,
     kernel: Option<&KernelView<'_>>,
     notes: &mut Vec<String>,
 ) -> (PhysMap, Option<Utsname>) {
@@ -221,7 +221,7 @@ fn kernel_facts(
 fn decide_level(
     asked: DumpLevel,
     earlier: DumpLevel,
-    input: &Vmcore,
+    input: &dyn Input,
     kernel: Option<&KernelView<'_>>,
     allow_lower: bool,
     notes: &mut Vec<String>,
@@ -253,7 +253,7 @@ fn decide_level(
 /// The classified bits a classifier can honour for this kernel.
 fn supported_bits(info: Option<&VmcoreInfo>, kernel: Option<&KernelView<'_>>) -> DumpLevel {
     match (info, kernel.map(KernelView::sections)) {
-        (Some(info), Some(Ok(_))) => PageClassifier::<Vmcore>::supported_bits(info),
+        (Some(info), Some(Ok(_))) => PageClassifier::<dyn Input>::supported_bits(info),
         _ => DumpLevel::NONE,
     }
 }
@@ -278,7 +278,7 @@ fn open_codec(
     profile: &Profile,
     registry: &Registry,
     host: Arc<dyn HostServices>,
-    input: &Vmcore,
+    input: &dyn Input,
 ) -> anyhow::Result<Option<Codec>> {
     if profile.compress.plugin == "none" {
         return Ok(None);

@@ -179,7 +179,7 @@ struct Pending {
 ///
 /// Owns its state (the pending exclusion carried between windows): use one
 /// per pass over the dump, windows in increasing order.
-pub struct PageClassifier<'m, R: PhysRead> {
+pub struct PageClassifier<'m, R: PhysRead + ?Sized> {
     memory: &'m KernelMemory<'m, R>,
     sections: SectionTable,
     rules: Rules,
@@ -190,7 +190,7 @@ pub struct PageClassifier<'m, R: PhysRead> {
     buf: Vec<u8>,
 }
 
-impl<'m, R: PhysRead> PageClassifier<'m, R> {
+impl<'m, R: PhysRead + ?Sized> PageClassifier<'m, R> {
     /// Checks that VMCOREINFO has every key the requested bits need and
     /// derives the kernel-version dependent rules ([`Rules`]).
     ///

@@ -35,7 +35,7 @@ impl Marker<'_> {
     }
 }
 
-impl<R: PhysRead> PageClassifier<'_, R> {
+impl<R: PhysRead + ?Sized> PageClassifier<'_, R> {
     /// Scans `[pfn, window end)`: section by section, batch by batch.
     pub(super) fn scan(&mut self, mut pfn: u64, out: &mut Marker<'_>) -> Result<(), ClassifyError> {
         let end = out.window.end;

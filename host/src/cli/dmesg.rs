@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::input::Vmcore;
+use crate::input::{Input, Vmcore};
 use crate::plugin::{Registry, SearchPath};
 use crate::read::{DumpMemory, Modules};
 use crate::xlat::KernelMemory;
@@ -22,21 +22,13 @@ pub struct DmesgArgs {
     pub output: Option<PathBuf>,
 }
 
-/// Whether `path` starts with the ELF magic.
-pub(super) fn is_elf(path: &Path) -> anyhow::Result<bool> {
-    use std::io::Read;
-    let mut magic = [0u8; 4];
-    let mut file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    Ok(file.read(&mut magic)? == 4 && magic == *b"\x7fELF")
-}
-
 /// The kernel log of `input` (with the other `pieces` of a split dump).
 ///
 /// # Errors
 /// The input cannot be read, or has no usable VMCOREINFO or log.
 pub fn kernel_log(input: &Path, pieces: &[PathBuf], plugin_dirs: &[PathBuf]) -> anyhow::Result<Vec<u8>> {
     let context = || format!("reading the kernel log of {}", input.display());
-    if pieces.is_empty() && is_elf(input)? {
+    if pieces.is_empty() && crate::input::is_elf(input)? {
         let vmcore = Vmcore::open(input)?;
         let info = vmcore.vmcoreinfo().context("the vmcore has no VMCOREINFO note")?;
         let memory = KernelMemory::open(&vmcore, info, &vmcore.elf().loads).with_context(context)?;

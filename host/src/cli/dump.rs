@@ -9,12 +9,11 @@ use anyhow::{Context, bail};
 
 use super::Outcome;
 use crate::dump::{DumpReport, dump};
-use crate::exclude::MetadataFilter;
-use crate::input::Vmcore;
 use crate::level::DumpLevel;
 use crate::output::sink::{FileSink, FlattenedSink, Sink};
 use crate::plan::{Asked, Format, Plan, open_kernel};
 use crate::plugin::{Registry, SearchPath};
+use crate::read::Modules;
 use crate::profile::{OutputFormat, Profile, ProfileSource};
 use crate::progress::ProgressStyle;
 
@@ -213,36 +212,38 @@ fn print_outcome(args: &DumpArgs, report: &DumpReport) -> std::io::Result<()> {
 /// Any failure, with the file and the reason.
 pub fn run(args: &DumpArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
     let profile = args.profile()?;
-    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
-    run_with(args, &profile, &registry, None)
+    run_with(args, &profile, plugin_dirs, &[])
 }
 
-/// Dumps `args.input` with `profile` and the plugins of `registry`; with
-/// `earlier`, the pages a converted dump lacks and the level it was dumped at.
+/// Dumps `args.input` (and its other `pieces`, for a split dump) with
+/// `profile`: an ELF vmcore, or a dump, which is refiltered or recompressed.
 ///
 /// # Errors
 /// As [`run`].
 pub fn run_with(
     args: &DumpArgs,
     profile: &Profile,
-    registry: &Registry,
-    earlier: Option<(&dyn MetadataFilter, DumpLevel)>,
+    plugin_dirs: &[PathBuf],
+    pieces: &[PathBuf],
 ) -> anyhow::Result<Outcome> {
-    let vmcore = Vmcore::open(&args.input)?;
+    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
+    let modules = Modules::new(&registry);
+    let inputs = [std::slice::from_ref(&args.input), pieces].concat();
+    let input = crate::input::open(&inputs, &modules)?;
     let mut notes = Vec::new();
-    let kernel = open_kernel(&vmcore, &mut notes);
+    let kernel = open_kernel(input.as_ref(), &mut notes);
     notes.drain(..).for_each(|note| eprintln!("vmdump: warning: {note}"));
     let asked = Asked {
         profile,
-        registry,
+        registry: &registry,
         allow_lower: args.allow_lower_level,
         format: if args.elf { Format::Elf } else { Format::Kdump },
         progress: progress_style(args),
         // Only a plain file can be flagged incomplete (§2.1: never a stream).
         close_incomplete: args.output != Path::new("-") && profile.dump.format == OutputFormat::Kdump,
-        earlier,
+        extra: None,
     };
-    let plan = Plan::build(&asked, &vmcore, kernel.as_ref())?;
+    let plan = Plan::build(&asked, input.as_ref(), kernel.as_ref())?;
     plan.notes().iter().for_each(|note| eprintln!("vmdump: warning: {note}"));
     let report = match super::split::outputs(args, profile)? {
         Some(outputs) => super::split::write_pieces(args, &plan, &outputs)?,

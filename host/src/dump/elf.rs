@@ -241,12 +241,12 @@ pub(super) fn dump_elf(plan: &Plan<'_>, sink: &mut dyn Sink) -> Result<DumpRepor
     let (loads, pages, excluded) = count_segments(plan)?;
     let classify_seconds = started.elapsed().as_secs_f64();
     let (input, ram) = (plan.input(), plan.ram());
-    let notes = &input.elf().notes.bytes;
+    let notes = &input.notes().bytes;
     let layout = CoreLayout::new(loads, notes.len() as u64, input.page_size());
     let mut out = ElfOut {
         sink,
         layout,
-        machine: input.elf().machine,
+        machine: input.machine(),
         segments: Segments::new(ram, input.page_size()),
         phdrs: Vec::with_capacity(PHDR_CACHE * ELF64_PHDR_SIZE),
         phdrs_index: 0,

@@ -112,7 +112,7 @@ pub fn dump_piece(
 
 fn preamble_header(plan: &Plan<'_>, layout: &Layout) -> DiskDumpHeader {
     let status = plan.codec().map_or(0, |c| c.format().code());
-    let mut header = layout.disk_dump_header(status, plan.input().elf().notes.nr_cpus);
+    let mut header = layout.disk_dump_header(status, plan.input().notes().nr_cpus);
     if let Some(info) = plan.input().vmcoreinfo() {
         header.fill_from_vmcoreinfo(info);
     }
@@ -154,7 +154,7 @@ fn first_pass(
     let (ram, input) = (plan.ram(), plan.input());
     let page_size =
         u32::try_from(input.page_size()).map_err(|_| DumpError::Unsupported("page size".into()))?;
-    let notes = &input.elf().notes;
+    let notes = input.notes();
     let bitmaps = Layout::from_notes(ram.max_pfn(), page_size, notes, 0)?;
     let started = std::time::Instant::now();
     let mut cursor = plan.exclusion().metadata().map(|f| f.cursor()).transpose()?;
@@ -217,7 +217,7 @@ fn dump_kdump(
     let preamble = Preamble {
         header: preamble_header(plan, &pass.layout),
         sub_header: sub_header(plan, &pass.layout, piece.as_ref()),
-        notes: &plan.input().elf().notes.bytes,
+        notes: &plan.input().notes().bytes,
         layout: &pass.layout,
         exclude_zero: plan.level().excludes_zero_pages(),
         piece_pages: pass.piece_pages,

@@ -4,9 +4,9 @@ use std::ops::Range;
 
 use super::{ExcludeError, WindowFilter};
 use crate::classify::{ClassCounts, PageClassifier};
-use crate::input::Vmcore;
+use crate::input::Input;
 
-impl WindowFilter for PageClassifier<'_, Vmcore> {
+impl<'b> WindowFilter for PageClassifier<'_, dyn Input + 'b> {
     fn exclude(
         &mut self,
         window: Range<u64>,

@@ -119,18 +119,18 @@ impl Counts {
 }
 
 /// Everything a dump leaves out: the dump level's classes (through the
-/// kernel's struct pages), the filter plugins, and the pages the input
-/// itself lacks (a converted dump's).
+/// kernel's struct pages), the filter plugins, and other metadata stages:
+/// the pages the input itself lacks (a dump's), a caller's own.
 pub struct Exclusion<'a> {
     level: DumpLevel,
     kernel: Option<&'a KernelView<'a>>,
     plugins: FilterSet,
-    earlier: Option<&'a dyn MetadataFilter>,
+    others: Vec<&'a dyn MetadataFilter>,
     page_size: u64,
 }
 
 impl<'a> Exclusion<'a> {
-    /// The stages of `level` and `plugins`, and `earlier` exclusions.
+    /// The stages of `level` and `plugins`, then the `others`, in order.
     ///
     /// # Errors
     /// The level's classified bits or a plugin need the kernel's struct
@@ -139,7 +139,7 @@ impl<'a> Exclusion<'a> {
         level: DumpLevel,
         kernel: Option<&'a KernelView<'a>>,
         plugins: FilterSet,
-        earlier: Option<&'a dyn MetadataFilter>,
+        others: Vec<&'a dyn MetadataFilter>,
         page_size: u64,
     ) -> Result<Self, ExcludeError> {
         let wants_kernel = |why: &str| match kernel {
@@ -155,7 +155,7 @@ impl<'a> Exclusion<'a> {
         if plugins.needs_struct_pages() {
             wants_kernel("a filter plugin that reads struct pages")?;
         }
-        Ok(Self { level, kernel, plugins, earlier, page_size })
+        Ok(Self { level, kernel, plugins, others, page_size })
     }
 
     /// The dump level.
@@ -171,7 +171,7 @@ impl<'a> Exclusion<'a> {
     /// The metadata stages as one filter, `None` when there is none.
     pub fn metadata(&self) -> Option<&dyn MetadataFilter> {
         let any = !self.level.classified().is_empty() || !self.plugins.metadata.is_empty();
-        (any || self.earlier.is_some()).then_some(self as &dyn MetadataFilter)
+        (any || !self.others.is_empty()).then_some(self as &dyn MetadataFilter)
     }
 
     /// Whether the content stage looks at the page bytes.
@@ -195,8 +195,8 @@ impl MetadataFilter for Exclusion<'_> {
             let struct_pages = self.kernel.and_then(KernelView::struct_pages);
             cursors.push(Box::new(PluginWindows::new(&self.plugins.metadata, struct_pages, self.page_size)));
         }
-        if let Some(earlier) = self.earlier {
-            cursors.push(earlier.cursor()?);
+        for other in &self.others {
+            cursors.push(other.cursor()?);
         }
         Ok(Box::new(Composed::new(cursors)))
     }

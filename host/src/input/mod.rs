@@ -1,22 +1,83 @@
-//! The vmcore being dumped: an ELF file (`/proc/vmcore` or a saved copy),
-//! its physical page map, its notes and VMCOREINFO, and the page reader
-//! that cuts it into batches (mmap windows with a pread fallback).
+//! What a dump is made from ([`Input`]): an ELF vmcore ([`Vmcore`]:
+//! `/proc/vmcore` or a saved copy) or a kdump-compressed dump
+//! ([`KdumpInput`]: plain, flattened or the pieces of a split dump, read
+//! directly, its pages decompressed as they are read). [`open`] tells them
+//! apart by their first bytes, as libkdumpfile's format table does. Each
+//! gives its physical page map, notes and VMCOREINFO, physical reads for
+//! address translation, and a [`PageSource`] that the [`BatchReader`] cuts
+//! into batches (for a vmcore: mmap windows with a pread fallback).
 
+mod kdump;
 mod reader;
 mod window;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use vmdump_format::elf::ElfVmcore;
+use vmdump_format::elf::{ElfVmcore, LoadSegment, Notes};
 use vmdump_format::phys::PhysMap;
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 use vmdump_format::{FormatError, ReadAt};
 
+use crate::exclude::MetadataFilter;
+use crate::level::DumpLevel;
+use crate::read::Modules;
 use crate::xlat::{PhysRead, XlatError};
 
-pub use reader::{BatchReader, PageBatch, ReadError, ReadMode};
+pub use kdump::KdumpInput;
+pub use reader::{BatchReader, ElfPages, PageBatch, PageSource, ReadError, ReadMode};
 pub use window::Window;
+
+/// The input of a dump, whatever its format.
+pub trait Input: PhysRead + Sync {
+    /// The file, for messages.
+    fn path(&self) -> &Path;
+    /// Page size of the dumped kernel.
+    fn page_size(&self) -> u64;
+    /// The RAM pages.
+    fn phys(&self) -> &PhysMap;
+    /// The ELF notes of the dumped kernel (NT_PRSTATUS, VMCOREINFO...), verbatim.
+    fn notes(&self) -> &Notes;
+    /// The parsed VMCOREINFO note, if there is one.
+    fn vmcoreinfo(&self) -> Option<&VmcoreInfo>;
+    /// The ELF machine (`e_machine`) of the dumped kernel.
+    fn machine(&self) -> u16;
+    /// The memory segments (PT_LOADs), where they tell the kernel's direct map.
+    fn loads(&self) -> &[LoadSegment];
+    /// What the input itself left out (a dump's excluded and lost pages)
+    /// and the dump level it was made at; `None` for a vmcore.
+    fn earlier(&self) -> Option<(&dyn MetadataFilter, DumpLevel)> {
+        None
+    }
+    /// A reader of pages for the reader thread: `mode` for a file that can
+    /// be mapped; `sparse` when many pages will be skipped.
+    fn page_source(&self, mode: ReadMode, sparse: bool) -> Box<dyn PageSource + '_>;
+}
+
+/// Opens `paths` (one file, or the pieces of a split dump) as an input,
+/// by what its first bytes say: an ELF vmcore, else a kdump-compressed dump
+/// (plain or flattened), whose pages `modules` decompress.
+///
+/// # Errors
+/// The file cannot be opened or is neither, with its name and the reason.
+pub fn open<'m>(paths: &[PathBuf], modules: &'m Modules) -> anyhow::Result<Box<dyn Input + 'm>> {
+    let [first, rest @ ..] = paths else { anyhow::bail!("no input file given") };
+    if rest.is_empty() && is_elf(first)? {
+        return Ok(Box::new(Vmcore::open(first)?));
+    }
+    Ok(Box::new(KdumpInput::open(paths, modules)?))
+}
+
+/// Whether `path` starts with the ELF magic.
+///
+/// # Errors
+/// The file cannot be opened.
+pub fn is_elf(path: &Path) -> anyhow::Result<bool> {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    let mut file = File::open(path).map_err(|cause| InputError::Open { path: path.into(), cause })?;
+    Ok(file.read(&mut magic)? == 4 && magic == *b"\x7fELF")
+}
 
 /// Why the input cannot be dumped.
 #[derive(Debug, thiserror::Error)]
@@ -74,11 +135,6 @@ impl Vmcore {
         Ok(Self { path: path.into(), file, elf, phys, info, page_size })
     }
 
-    /// The file name, for messages.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The open file.
     pub fn file(&self) -> &File {
         &self.file
@@ -94,19 +150,40 @@ impl Vmcore {
         &self.elf
     }
 
-    /// RAM pages and where they are in the file.
-    pub fn phys(&self) -> &PhysMap {
+
+}
+
+impl Input for Vmcore {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn page_size(&self) -> u64 {
+        self.page_size
+    }
+
+    fn phys(&self) -> &PhysMap {
         &self.phys
     }
 
-    /// The parsed VMCOREINFO note, if the vmcore has one.
-    pub fn vmcoreinfo(&self) -> Option<&VmcoreInfo> {
+    fn notes(&self) -> &Notes {
+        &self.elf.notes
+    }
+
+    fn vmcoreinfo(&self) -> Option<&VmcoreInfo> {
         self.info.as_ref()
     }
 
-    /// Page size of the dumped kernel (VMCOREINFO `PAGESIZE`, else 4096).
-    pub fn page_size(&self) -> u64 {
-        self.page_size
+    fn machine(&self) -> u16 {
+        self.elf.machine
+    }
+
+    fn loads(&self) -> &[LoadSegment] {
+        &self.elf.loads
+    }
+
+    fn page_source(&self, mode: ReadMode, sparse: bool) -> Box<dyn PageSource + '_> {
+        Box::new(ElfPages::new(self, mode, sparse))
     }
 }
 

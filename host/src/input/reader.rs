@@ -16,7 +16,9 @@ use std::sync::Arc;
 
 use vmdump_format::phys::PageRun;
 
-use super::{Vmcore, Window};
+use vmdump_format::phys::PhysMap;
+
+use super::{Input, Vmcore, Window};
 
 /// How pages are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,18 +96,38 @@ impl PageBatch {
         (self.first_pfn, self.count, self.page_size) = (first_pfn, count, page_size);
         self.window = None;
     }
+
+    /// Makes the batch `count` pages from `first_pfn` held in its own
+    /// buffer, and returns the buffer to fill.
+    pub fn own_pages(&mut self, first_pfn: u64, count: usize, page_size: usize) -> &mut [u8] {
+        self.reset(first_pfn, count, page_size);
+        self.buf.resize(count * page_size, 0);
+        &mut self.buf
+    }
+}
+
+/// Where the pages of an input come from: fills batches on the reader thread.
+pub trait PageSource: Send {
+    /// Puts up to `limit` pages from `pfn` (all RAM, in `run`, and kept)
+    /// into `batch`; returns how many it took (at least one).
+    ///
+    /// # Errors
+    /// A [`ReadError`] naming the pages that cannot be read.
+    fn fill(&mut self, run: &PageRun, pfn: u64, limit: u64, batch: &mut PageBatch) -> Result<u64, ReadError>;
+
+    /// The mmap error that switched the run to pread, if one did.
+    fn mmap_failure(&self) -> Option<&io::Error> {
+        None
+    }
 }
 
 /// Produces batches of the pfn ranges it is given, in order.
 pub struct BatchReader<'v, I> {
-    vmcore: &'v Vmcore,
+    phys: &'v PhysMap,
+    source: Box<dyn PageSource + 'v>,
     batch_pages: u64,
-    mode: ReadMode,
-    populate: bool,
     ranges: I,
     current: Range<u64>,
-    window: Option<Arc<Window>>,
-    mmap_failure: Option<io::Error>,
 }
 
 impl<'v, I, E> BatchReader<'v, I>
@@ -113,21 +135,13 @@ where
     I: Iterator<Item = Result<Range<u64>, E>>,
     E: From<ReadError>,
 {
-    /// A reader of the pfn `ranges` (increasing, RAM only), at most
-    /// `batch_pages` pages per batch. `sparse` says that the ranges leave
-    /// out many pages: windows are then not populated up front, so pages
-    /// nobody reads are not read.
-    pub fn new(vmcore: &'v Vmcore, ranges: I, batch_pages: usize, mode: ReadMode, sparse: bool) -> Self {
-        Self {
-            vmcore,
-            batch_pages: batch_pages.max(1) as u64,
-            mode,
-            populate: !sparse,
-            ranges,
-            current: 0..0,
-            window: None,
-            mmap_failure: None,
-        }
+    /// A reader of the pfn `ranges` (increasing, RAM only) of `input`, at
+    /// most `batch_pages` pages per batch. `sparse` says that the ranges
+    /// leave out many pages: mapped windows are then not populated up
+    /// front, so pages nobody reads are not read.
+    pub fn new(input: &'v dyn Input, ranges: I, batch_pages: usize, mode: ReadMode, sparse: bool) -> Self {
+        let source = input.page_source(mode, sparse);
+        Self { phys: input.phys(), source, batch_pages: batch_pages.max(1) as u64, ranges, current: 0..0 }
     }
 
     /// The ranges it reads (and what they know, e.g. what they left out).
@@ -137,7 +151,7 @@ where
 
     /// The mmap error that switched the run to pread, if one did.
     pub fn mmap_failure(&self) -> Option<&io::Error> {
-        self.mmap_failure.as_ref()
+        self.source.mmap_failure()
     }
 
     /// Fills `batch` with the next pages; `Ok(false)` at the end.
@@ -152,11 +166,38 @@ where
             }
         }
         let pfn = self.current.start;
-        let run = *self.vmcore.phys().run_of(pfn).expect("pfn ranges lie in RAM");
+        let run = *self.phys.run_of(pfn).expect("pfn ranges lie in RAM");
         let limit = (self.current.end.min(run.end_pfn) - pfn).min(self.batch_pages);
-        let taken = self.fill_from(&run, pfn, limit, batch)?;
+        let taken = self.source.fill(&run, pfn, limit, batch)?;
         self.current.start += taken;
         Ok(true)
+    }
+}
+
+/// The pages of an ELF vmcore: borrowed from mmap windows, or read with
+/// pread into the batch (after the first mmap failure, for the rest of the run).
+pub struct ElfPages<'v> {
+    vmcore: &'v Vmcore,
+    mode: ReadMode,
+    populate: bool,
+    window: Option<Arc<Window>>,
+    mmap_failure: Option<io::Error>,
+}
+
+impl PageSource for ElfPages<'_> {
+    fn fill(&mut self, run: &PageRun, pfn: u64, limit: u64, batch: &mut PageBatch) -> Result<u64, ReadError> {
+        self.fill_from(run, pfn, limit, batch)
+    }
+
+    fn mmap_failure(&self) -> Option<&io::Error> {
+        self.mmap_failure.as_ref()
+    }
+}
+
+impl<'v> ElfPages<'v> {
+    /// The pages of `vmcore`, read as `mode` says.
+    pub fn new(vmcore: &'v Vmcore, mode: ReadMode, sparse: bool) -> Self {
+        Self { vmcore, mode, populate: !sparse, window: None, mmap_failure: None }
     }
 
     /// Whole pages of `run` from `pfn`, at most `limit`.

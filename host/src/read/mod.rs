@@ -5,7 +5,6 @@
 
 pub mod decode;
 pub mod descs;
-pub mod image;
 pub mod phys;
 pub mod reassemble;
 pub mod verify;

@@ -6,7 +6,7 @@ use std::fs::File;
 use vmdump_format::kdump::{KdumpReader, StoredPage};
 
 use super::decode::{Decoder, format_name};
-use crate::input::Vmcore;
+use crate::input::{Input, Vmcore};
 
 /// Problems found, the first few kept in full.
 #[derive(Debug, Default)]

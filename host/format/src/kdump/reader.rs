@@ -305,6 +305,15 @@ impl<R: ReadAt> KdumpReader<R> {
         self.page_at(pfn, index)
     }
 
+    /// The index in this file's descriptor table of dumpable `pfn` (its
+    /// rank in the 2nd bitmap, from this file's first descriptor).
+    ///
+    /// # Errors
+    /// The bitmap cannot be read.
+    pub fn descriptor_index(&self, pfn: u64) -> Result<u64, FormatError> {
+        Ok(self.prefix.rank(&self.src, pfn)?.saturating_sub(self.first_index))
+    }
+
     /// The descriptor number `index`, for `pfn` (messages only).
     ///
     /// # Errors
