@@ -8,7 +8,7 @@ use anyhow::Context;
 use crate::input::Vmcore;
 use crate::plugin::{Registry, SearchPath};
 use crate::read::{DumpMemory, Modules};
-use crate::xlat::KernelMemory;
+use crate::xlat::{Arch, KernelMemory};
 
 /// Options of `vmdump dmesg`.
 #[derive(Debug, clap::Args)]
@@ -39,15 +39,23 @@ pub fn kernel_log(input: &Path, pieces: &[PathBuf], plugin_dirs: &[PathBuf]) -> 
     if pieces.is_empty() && is_elf(input)? {
         let vmcore = Vmcore::open(input)?;
         let info = vmcore.vmcoreinfo().context("the vmcore has no VMCOREINFO note")?;
-        let memory = KernelMemory::open(&vmcore, info, &vmcore.elf().loads).with_context(context)?;
+        let elf = vmcore.elf();
+        let machine = Arch::machine_of_elf(elf.machine, elf.endian).with_context(context)?;
+        let memory = KernelMemory::open_as(&vmcore, machine, info, &elf.loads).with_context(context)?;
         return crate::dmesg::kernel_log(&memory, info).with_context(context);
     }
     let reader = crate::read::open_dump_set(&[&[input.to_path_buf()], pieces].concat())?;
     let info = reader.vmcoreinfo().cloned().context("the dump has no VMCOREINFO")?;
     let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &[]));
     let modules = Modules::new(&registry);
+    // The machine the header's utsname names (else VMCOREINFO's keys).
+    let machine = reader.machine();
     let dump = DumpMemory::new(reader, modules.decoder());
-    let memory = KernelMemory::open(&dump, &info, &[]).with_context(context)?;
+    let memory = match machine {
+        Some(machine) => KernelMemory::open_as(&dump, machine, &info, &[]),
+        None => KernelMemory::open(&dump, &info, &[]),
+    }
+    .with_context(context)?;
     crate::dmesg::kernel_log(&memory, &info).with_context(context)
 }
 

@@ -11,8 +11,9 @@ use anyhow::Context;
 use vmdump_format::elf::write::{
     e_phnum, elf_header, note_program_header, point_at_section0, program_header, section0,
 };
-use vmdump_format::elf::{ELF64_EHDR_SIZE, EM_X86_64, Endian, LoadSegment, PN_XNUM, PT_LOAD};
+use vmdump_format::elf::{ELF64_EHDR_SIZE, LoadSegment, PN_XNUM, PT_LOAD};
 use vmdump_format::kdump::{KdumpReader, PageDesc};
+use vmdump_format::machine::Machine;
 
 use std::ops::Range;
 
@@ -96,7 +97,9 @@ pub fn write_image<'r>(
     let ImagePages { mut output, mut stats, lost, .. } = pages;
     output.flush(out)?;
     stats.lost = lost.len() as u64;
-    write_headers(out, Endian::Little, offset, (notes_at, notes.len() as u64), &loads)?;
+    // The machine the dump says it is of (x86_64 when it does not say).
+    let machine = reader.machine().unwrap_or(Machine::X86_64);
+    write_headers(out, machine, offset, (notes_at, notes.len() as u64), &loads)?;
     out.set_len(offset.max(out.metadata()?.len())).context("sizing the image")?;
     Ok((stats, InputExclusions { reader, lost }))
 }
@@ -235,15 +238,16 @@ impl Pending {
 /// The program headers at `table_at` (after the data), then the file header.
 fn write_headers(
     out: &File,
-    e: Endian,
+    machine: Machine,
     table_at: u64,
     notes: (u64, u64),
     loads: &[LoadSegment],
 ) -> anyhow::Result<()> {
+    let e = machine.endian();
     let mut table = note_program_header(e, notes.0, notes.1).to_vec();
     loads.iter().for_each(|l| table.extend_from_slice(&program_header(e, PT_LOAD, l)));
     let phnum = loads.len() as u64 + 1;
-    let mut header = elf_header(e, EM_X86_64, table_at, e_phnum(phnum));
+    let mut header = elf_header(e, machine.e_machine(), table_at, e_phnum(phnum));
     if phnum >= u64::from(PN_XNUM) {
         point_at_section0(e, &mut header, table_at + table.len() as u64);
         table.extend_from_slice(&section0(e, phnum));
