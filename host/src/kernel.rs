@@ -10,7 +10,7 @@ use vmdump_format::vmcoreinfo::VmcoreInfo;
 use crate::classify::{ClassifyError, PageClassifier};
 use crate::input::Input;
 use crate::level::DumpLevel;
-use crate::xlat::{KernelMemory, PhysRead, SectionTable, XlatError};
+use crate::xlat::{Arch, KernelMemory, PhysRead, SectionTable, XlatError};
 
 /// The kernel's memory and tables.
 pub struct KernelView<'v> {
@@ -21,15 +21,19 @@ pub struct KernelView<'v> {
 }
 
 impl<'v> KernelView<'v> {
-    /// Opens the kernel's memory of `input` and reads its memory sections;
-    /// `None` when the input has no VMCOREINFO.
+    /// Opens the kernel's memory of `input`, with the architecture it
+    /// names, and reads its memory sections; `None` when the input has no
+    /// VMCOREINFO.
     ///
     /// # Errors
-    /// The page tables cannot be read (an unreadable section table is not
-    /// an error here: [`KernelView::sections`] says why).
+    /// A machine vmdump has no translation for, or page tables that cannot
+    /// be read (an unreadable section table is not an error here:
+    /// [`KernelView::sections`] says why).
     pub fn open(input: &'v (dyn Input + 'v)) -> Result<Option<Self>, XlatError> {
         let Some(info) = input.vmcoreinfo() else { return Ok(None) };
-        let memory = KernelMemory::open(input, info, input.loads())?;
+        let (e_machine, endian) = input.machine();
+        let machine = Arch::machine_of_elf(e_machine, endian)?;
+        let memory = KernelMemory::open_as(input, machine, info, input.loads())?;
         let sections = match info.symbol("mem_section") {
             Some(_) => SectionTable::read(&memory, info, input.phys().max_pfn()).map_err(|e| e.to_string()),
             None => Err("VMCOREINFO has no SYMBOL(mem_section)".to_owned()),

@@ -15,6 +15,7 @@ mod endian;
 mod notes;
 pub mod write;
 
+pub use crate::machine::{EM_AARCH64, EM_X86_64};
 pub use endian::Endian;
 pub use notes::{NOTE_HEADER_SIZE, NOTE_NAME_CORE, NOTE_NAME_VMCOREINFO, NT_PRSTATUS, Note, NoteIter, Notes};
 
@@ -29,8 +30,6 @@ pub const PT_LOAD: u32 = 1;
 pub const PT_NOTE: u32 = 4;
 /// `e_phnum` value meaning "count is in section header 0's `sh_info`".
 pub const PN_XNUM: u16 = 0xffff;
-/// `e_machine` of x86_64.
-pub const EM_X86_64: u16 = 62;
 /// Size of the ELF64 file header.
 pub const ELF64_EHDR_SIZE: usize = 64;
 /// Size of an ELF64 program header.

@@ -1,5 +1,5 @@
 //! kdump-compressed ("diskdump") on-disk structures for 64-bit
-//! little-endian machines (x86_64), with explicit offsets
+//! little-endian machines (x86_64 and arm64 share the layout), with explicit offsets
 //! (kdump-format.md §1.2, §1.3, §1.5, §1.8; layout in [`Layout`], §1.1,
 //! §1.7, §1.13).
 //!
@@ -13,6 +13,7 @@ pub use layout::Layout;
 pub use reader::{KdumpReader, StoredPage};
 
 use crate::FormatError;
+use crate::machine::Machine;
 use crate::vmcoreinfo::VmcoreInfo;
 
 /// `disk_dump_header.signature`: "KDUMP" and three spaces, no NUL.
@@ -124,15 +125,18 @@ impl Utsname {
 
     /// What can be filled from VMCOREINFO alone, when the kernel's own
     /// `init_uts_ns.name` cannot be read ([`Utsname::from_kernel`]):
-    /// `sysname` "Linux", `release` from `OSRELEASE=` and `machine`
-    /// "x86_64"; nodename, version and domainname stay empty.
-    pub fn from_vmcoreinfo(info: &VmcoreInfo) -> Self {
+    /// `sysname` "Linux", `release` from `OSRELEASE=` and `machine` the
+    /// machine's name ([`Machine::name`]; empty when the machine is not
+    /// one vmdump knows); nodename, version and domainname stay empty.
+    pub fn from_vmcoreinfo(info: &VmcoreInfo, machine: Option<Machine>) -> Self {
         let mut u = Utsname::default();
         u.set(Self::SYSNAME, "Linux");
         if let Some(release) = info.osrelease() {
             u.set(Self::RELEASE, release);
         }
-        u.set(Self::MACHINE, "x86_64");
+        if let Some(machine) = machine {
+            u.set(Self::MACHINE, machine.name());
+        }
         u
     }
 }
@@ -239,8 +243,8 @@ impl DiskDumpHeader {
 
     /// Sets `utsname` and `timestamp_sec` from VMCOREINFO
     /// ([`Utsname::from_vmcoreinfo`]; timestamp = `CRASHTIME`, 0 if absent).
-    pub fn fill_from_vmcoreinfo(&mut self, info: &VmcoreInfo) {
-        self.utsname = Utsname::from_vmcoreinfo(info);
+    pub fn fill_from_vmcoreinfo(&mut self, info: &VmcoreInfo, machine: Option<Machine>) {
+        self.utsname = Utsname::from_vmcoreinfo(info, machine);
         self.timestamp_sec = info.crashtime().unwrap_or(0);
         self.timestamp_usec = 0;
     }

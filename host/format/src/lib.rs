@@ -13,6 +13,7 @@
 //! | [`phys`] | PT_LOADs → physical page map | §1.7, §1.8, §6.2 |
 //! | [`vmcoreinfo`] | `KEY=value` text of the VMCOREINFO note | §4.2 |
 //! | [`kdump`] | kdump-compressed header, sub header, descriptors, layout | §1.1–§1.13 |
+//! | [`machine`] | the dumped machines: `e_machine`, byte order, utsname name, sub header phys_base | §1.5 |
 //! | [`flat`] | flattened stream (`-F`) and rearrangement (`-R`) | §2.1, §2.2 |
 //!
 //! Synthetic vmcores for tests and benchmarks are made by the crate
@@ -47,6 +48,7 @@ pub mod elf;
 pub mod error;
 pub mod flat;
 pub mod kdump;
+pub mod machine;
 pub mod phys;
 pub mod read_at;
 pub mod vmcoreinfo;

@@ -27,6 +27,7 @@ use vmdump_format::kdump::{
     DISK_DUMP_HEADER_SIZE, DiskDumpHeader, KdumpReader, Layout, PAGE_DESC_SIZE, PageDesc, SUB_HEADER_SIZE,
     StoredPage, SubHeader, Utsname,
 };
+use vmdump_format::machine::Machine;
 use vmdump_format::phys::{PhysMap, check_page_size};
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
@@ -356,7 +357,7 @@ fn vmcoreinfo_accessors(info: &VmcoreInfo) {
     let _ = (info.symbol("mem_section"), info.size("page"), info.offset("page.flags"));
     let _ = (info.length("mem_section"), info.number("PG_slab"));
     let mut h = Layout::new(1, 4096, 0, None, 0).expect("a trivial layout").disk_dump_header(0, 1);
-    h.fill_from_vmcoreinfo(info);
+    h.fill_from_vmcoreinfo(info, Machine::from_vmcoreinfo(info));
     let release = info.osrelease().unwrap_or("").as_bytes();
     let got = h.utsname.get(Utsname::RELEASE);
     assert!(release.starts_with(got), "utsname release {got:?} is not a prefix of {release:?}");

@@ -5,10 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::input::{Input, Vmcore};
+use crate::kernel::KernelView;
 use crate::plugin::{Registry, SearchPath};
-use crate::read::{DumpMemory, Modules};
-use crate::xlat::KernelMemory;
+use crate::read::Modules;
 
 /// Options of `vmdump dmesg`.
 #[derive(Debug, clap::Args)]
@@ -28,19 +27,11 @@ pub struct DmesgArgs {
 /// The input cannot be read, or has no usable VMCOREINFO or log.
 pub fn kernel_log(input: &Path, pieces: &[PathBuf], plugin_dirs: &[PathBuf]) -> anyhow::Result<Vec<u8>> {
     let context = || format!("reading the kernel log of {}", input.display());
-    if pieces.is_empty() && crate::input::is_elf(input)? {
-        let vmcore = Vmcore::open(input)?;
-        let info = vmcore.vmcoreinfo().context("the vmcore has no VMCOREINFO note")?;
-        let memory = KernelMemory::open(&vmcore, info, &vmcore.elf().loads).with_context(context)?;
-        return crate::dmesg::kernel_log(&memory, info).with_context(context);
-    }
-    let reader = crate::read::open_dump_set(&[&[input.to_path_buf()], pieces].concat())?;
-    let info = reader.vmcoreinfo().cloned().context("the dump has no VMCOREINFO")?;
     let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &[]));
     let modules = Modules::new(&registry);
-    let dump = DumpMemory::new(reader, modules.decoder());
-    let memory = KernelMemory::open(&dump, &info, &[]).with_context(context)?;
-    crate::dmesg::kernel_log(&memory, &info).with_context(context)
+    let input = crate::input::open(&[&[input.to_path_buf()], pieces].concat(), &modules)?;
+    let kernel = KernelView::open(input.as_ref()).with_context(context)?.context("the input has no VMCOREINFO")?;
+    crate::dmesg::kernel_log(kernel.memory(), kernel.info()).with_context(context)
 }
 
 /// Runs `vmdump dmesg`.

@@ -246,7 +246,7 @@ pub(super) fn dump_elf(plan: &Plan<'_>, sink: &mut dyn Sink) -> Result<DumpRepor
     let mut out = ElfOut {
         sink,
         layout,
-        machine: input.machine(),
+        machine: input.machine().0,
         segments: Segments::new(ram, input.page_size()),
         phdrs: Vec::with_capacity(PHDR_CACHE * ELF64_PHDR_SIZE),
         phdrs_index: 0,

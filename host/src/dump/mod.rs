@@ -18,7 +18,9 @@ mod writer;
 use std::ops::Range;
 
 use vmdump_format::FormatError;
+use vmdump_format::elf::Endian;
 use vmdump_format::kdump::{DiskDumpHeader, Layout, SubHeader};
+use vmdump_format::machine::Machine;
 
 use pipeline::{Pass, cut_short, run_pages};
 pub use report::DumpReport;
@@ -110,11 +112,29 @@ pub fn dump_piece(
     dump_kdump(plan, Some(piece), threads, sink)
 }
 
-fn preamble_header(plan: &Plan<'_>, layout: &Layout) -> DiskDumpHeader {
+/// The machine the input's ELF header names; `None` for one vmdump does
+/// not know (its header's utsname machine stays empty).
+///
+/// # Errors
+/// A big-endian input: the kdump header and descriptors are written
+/// little-endian, as the supported machines are.
+fn input_machine(plan: &Plan<'_>) -> Result<Option<Machine>, DumpError> {
+    let (e_machine, endian) = plan.input().machine();
+    if endian == Endian::Big {
+        return Err(DumpError::Unsupported(format!(
+            "{} is a big-endian vmcore (e_machine {e_machine}): vmdump writes kdump files of {}",
+            plan.input().path().display(),
+            Machine::SUPPORTED
+        )));
+    }
+    Ok(Machine::from_elf(e_machine, endian))
+}
+
+fn preamble_header(plan: &Plan<'_>, layout: &Layout, machine: Option<Machine>) -> DiskDumpHeader {
     let status = plan.codec().map_or(0, |c| c.format().code());
     let mut header = layout.disk_dump_header(status, plan.input().notes().nr_cpus);
     if let Some(info) = plan.input().vmcoreinfo() {
-        header.fill_from_vmcoreinfo(info);
+        header.fill_from_vmcoreinfo(info, machine);
     }
     if let Some(utsname) = plan.utsname() {
         header.utsname = *utsname;
@@ -122,10 +142,17 @@ fn preamble_header(plan: &Plan<'_>, layout: &Layout) -> DiskDumpHeader {
     header
 }
 
-/// The sub header: phys_base from VMCOREINFO, the dump level, and the
-/// piece's pfns in a split piece.
-fn sub_header(plan: &Plan<'_>, layout: &Layout, piece: Option<&Range<u64>>) -> SubHeader {
-    let phys_base = plan.input().vmcoreinfo().and_then(|i| i.phys_base()).unwrap_or(0);
+/// The sub header: phys_base from VMCOREINFO (arm64: PHYS_OFFSET,
+/// [`Machine::header_phys_base`]), the dump level, and the piece's pfns in
+/// a split piece.
+fn sub_header(
+    plan: &Plan<'_>,
+    layout: &Layout,
+    machine: Option<Machine>,
+    piece: Option<&Range<u64>>,
+) -> SubHeader {
+    let machine = machine.unwrap_or(Machine::X86_64);
+    let phys_base = plan.input().vmcoreinfo().and_then(|i| machine.header_phys_base(i)).unwrap_or(0);
     let mut sub = layout.sub_header(phys_base, i32::from(plan.level().bits()));
     if let Some(piece) = piece {
         sub.split = 1;
@@ -213,10 +240,11 @@ fn dump_kdump(
     threads: usize,
     sink: &mut dyn Sink,
 ) -> Result<DumpReport, DumpError> {
+    let machine = input_machine(plan)?;
     let pass = first_pass(plan, sink, piece.as_ref())?;
     let preamble = Preamble {
-        header: preamble_header(plan, &pass.layout),
-        sub_header: sub_header(plan, &pass.layout, piece.as_ref()),
+        header: preamble_header(plan, &pass.layout, machine),
+        sub_header: sub_header(plan, &pass.layout, machine, piece.as_ref()),
         notes: &plan.input().notes().bytes,
         layout: &pass.layout,
         exclude_zero: plan.level().excludes_zero_pages(),

@@ -13,6 +13,7 @@ use anyhow::Context;
 use vmdump_format::elf::{Endian, LoadSegment, Notes};
 use vmdump_format::kdump::reader::BitCursor;
 use vmdump_format::kdump::{KdumpReader, PageDesc};
+use vmdump_format::machine::Machine;
 use vmdump_format::phys::{PageRun, PhysMap};
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
@@ -105,9 +106,12 @@ impl Input for KdumpInput<'_> {
         self.reader().vmcoreinfo()
     }
 
-    fn machine(&self) -> u16 {
-        // A dump does not record e_machine; vmdump reads x86_64 dumps.
-        vmdump_format::elf::EM_X86_64
+    fn machine(&self) -> (u16, Endian) {
+        // The header's utsname (else VMCOREINFO's keys) names the machine;
+        // a dump that says neither is taken for x86_64, as vmdump's first
+        // releases wrote only those.
+        let machine = self.reader().machine().unwrap_or(Machine::X86_64);
+        (machine.e_machine(), machine.endian())
     }
 
     fn loads(&self) -> &[LoadSegment] {

@@ -14,7 +14,7 @@ mod window;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use vmdump_format::elf::{ElfVmcore, LoadSegment, Notes};
+use vmdump_format::elf::{ElfVmcore, Endian, LoadSegment, Notes};
 use vmdump_format::phys::PhysMap;
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 use vmdump_format::{FormatError, ReadAt};
@@ -40,8 +40,8 @@ pub trait Input: PhysRead + Sync {
     fn notes(&self) -> &Notes;
     /// The parsed VMCOREINFO note, if there is one.
     fn vmcoreinfo(&self) -> Option<&VmcoreInfo>;
-    /// The ELF machine (`e_machine`) of the dumped kernel.
-    fn machine(&self) -> u16;
+    /// The ELF machine (`e_machine`) of the dumped kernel and its byte order.
+    fn machine(&self) -> (u16, Endian);
     /// The memory segments (PT_LOADs), where they tell the kernel's direct map.
     fn loads(&self) -> &[LoadSegment];
     /// What the input itself left out (a dump's excluded and lost pages)
@@ -174,8 +174,8 @@ impl Input for Vmcore {
         self.info.as_ref()
     }
 
-    fn machine(&self) -> u16 {
-        self.elf.machine
+    fn machine(&self) -> (u16, Endian) {
+        (self.elf.machine, self.elf.endian)
     }
 
     fn loads(&self) -> &[LoadSegment] {

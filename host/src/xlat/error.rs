@@ -4,18 +4,21 @@
 
 use std::fmt;
 
-/// A paging level, top to bottom (§5.6).
+/// A paging level, top to bottom, by the Linux names of every
+/// architecture (§5.6, docs/arm64.md §3). Kernels with fewer than five
+/// levels fold the middle ones: 4 levels have no P4D, 3 levels (arm64 with
+/// 64 KiB pages or 39-bit VA) no PUD either, 2 levels only PGD and PTE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Level {
-    /// Top level (bits 48–56 with 5-level paging, 39–47 with 4-level).
+    /// The top level (x86_64: bits 48–56 with 5-level paging, 39–47 with 4-level).
     Pgd,
-    /// 5-level only: bits 39–47.
+    /// 5-level only (x86_64: bits 39–47).
     P4d,
-    /// Bits 30–38; PSE maps 1 GiB.
+    /// x86_64: bits 30–38, PSE maps 1 GiB; arm64 4 KiB pages: 1 GiB blocks.
     Pud,
-    /// Bits 21–29; PSE maps 2 MiB.
+    /// x86_64: bits 21–29, PSE maps 2 MiB; arm64: 2/32/512 MiB blocks.
     Pmd,
-    /// Bits 12–20: 4 KiB pages.
+    /// The last level: base pages.
     Pte,
 }
 
@@ -71,6 +74,57 @@ pub enum XlatError {
         levels: u8,
     },
 
+    /// An arm64 descriptor whose type is reserved at its level (`0b01`
+    /// at the last level, or a block where the granule allows none).
+    #[error(
+        "translating {vaddr:#x}: {level} entry {entry:#x} at paddr {entry_paddr:#x} is a reserved descriptor"
+    )]
+    Reserved {
+        /// The address being translated.
+        vaddr: u64,
+        /// The level of the entry.
+        level: Level,
+        /// The entry value.
+        entry: u64,
+        /// Physical address of the entry.
+        entry_paddr: u64,
+    },
+
+    /// A linear-map address translates beyond the physical address space
+    /// (a wrong `NUMBER(PHYS_OFFSET)`).
+    #[error("{vaddr:#x} translates to {paddr:#x}, beyond the {bits}-bit physical address space")]
+    BeyondPhysMem {
+        /// The address.
+        vaddr: u64,
+        /// What the formula gave.
+        paddr: u64,
+        /// Physical address bits of the machine.
+        bits: u32,
+    },
+
+    /// A translation formula and the kernel's page tables disagree: the
+    /// VMCOREINFO values behind the formula do not fit this kernel.
+    #[error("{what}: the page tables map {vaddr:#x} at paddr {tables:#x}, the formula gives {formula:#x}")]
+    Inconsistent {
+        /// The formula and the keys it uses.
+        what: &'static str,
+        /// The address checked.
+        vaddr: u64,
+        /// Its translation by the page tables.
+        tables: u64,
+        /// Its translation by the formula.
+        formula: u64,
+    },
+
+    /// The dump is of a machine vmdump has no translation for.
+    #[error("no address translation for {machine}; vmdump translates {supported}")]
+    UnsupportedMachine {
+        /// The machine, e.g. "ELF e_machine 21, big-endian".
+        machine: String,
+        /// The machines that are supported.
+        supported: &'static str,
+    },
+
     /// A kernel-image address maps below physical 0 (bad phys_base).
     #[error("kernel image address {vaddr:#x} is below physical 0 with phys_base {phys_base}")]
     KernelImage {
@@ -111,7 +165,6 @@ pub enum XlatError {
         cause: Box<dyn std::error::Error + Send + Sync>,
     },
 
-    /// A VMCOREINFO key needed here is absent.
     /// `init_uts_ns` does not hold a `new_utsname` of this kernel.
     #[error(
         "init_uts_ns.name at {vaddr:#x} is not the kernel's utsname (no \"Linux\", or a release other than {osrelease:?})"
@@ -122,6 +175,7 @@ pub enum XlatError {
         /// VMCOREINFO's OSRELEASE.
         osrelease: String,
     },
+    /// A VMCOREINFO key needed here is absent.
     #[error("VMCOREINFO lacks {0}")]
     MissingKey(&'static str),
 

@@ -60,12 +60,13 @@ impl SectionGeometry {
     /// kernel is not SPARSEMEM_EXTREME.
     pub fn from_vmcoreinfo(info: &VmcoreInfo) -> Result<Self, XlatError> {
         let page_size = info.page_size().ok_or(XlatError::MissingKey("PAGESIZE"))?;
-        if page_size != 4096 {
-            return Err(bad("PAGESIZE", page_size, "x86_64 pages are 4096 bytes"));
+        if !page_size.is_power_of_two() || !(4096..=65536).contains(&page_size) {
+            return Err(bad("PAGESIZE", page_size, "not a power of two in 4096..=65536"));
         }
+        let page_shift = i64::from(page_size.trailing_zeros());
         let section_bits = need_number(info, "SECTION_SIZE_BITS", "NUMBER(SECTION_SIZE_BITS)")?;
-        if !(13..=40).contains(&section_bits) {
-            return Err(bad("NUMBER(SECTION_SIZE_BITS)", section_bits, "outside 13..=40"));
+        if !(page_shift + 1..=40).contains(&section_bits) {
+            return Err(bad("NUMBER(SECTION_SIZE_BITS)", section_bits, "outside PAGE_SHIFT + 1..=40"));
         }
         let phys_bits = need_number(info, "MAX_PHYSMEM_BITS", "NUMBER(MAX_PHYSMEM_BITS)")?;
         if !(section_bits..=MAX_PHYSMEM_BITS_LIMIT).contains(&phys_bits) {
@@ -99,7 +100,7 @@ impl SectionGeometry {
         }
         Ok(SectionGeometry {
             page_size,
-            pfn_section_shift: (section_bits - 12) as u32,
+            pfn_section_shift: (section_bits - page_shift) as u32,
             nr_mem_sections,
             mem_section_size: size,
             map_offset,

@@ -1,17 +1,20 @@
-//! Kernel virtual memory of a dump: x86_64 address translation and the
-//! SPARSEMEM_EXTREME section table (kdump-format.md §5.2, §5.6, §5.7).
+//! Kernel virtual memory of a dump: address translation of the dumped
+//! machine's architecture and the SPARSEMEM_EXTREME section table
+//! (kdump-format.md §5.2, §5.6, §5.7; docs/arm64.md).
 //!
 //! This module knows nothing about files: it reads physical memory through
 //! [`PhysRead`] and takes its parameters from VMCOREINFO (§4). The pieces:
 //!
 //! | item | what | doc |
 //! |---|---|---|
+//! | [`Arch`] | the architecture, chosen once per run; each one a file implementing [`Paging`] | |
 //! | [`X86_64`] | paging parameters: phys_base, root table, 4/5 levels, sme_mask, PAGE_OFFSET | §5.6 |
+//! | [`Arm64`] | 4/16/64 KiB pages, 36- to 52-bit VA, PHYS_OFFSET, kimage_voffset (KASLR) | docs/arm64.md |
 //! | [`KernelMemory`] | `read_virt` / `read_u64` over a [`PhysRead`], with a page-table cache | §5.6, §6.3 |
 //! | [`SectionTable`] | present memory sections and their `mem_map` addresses | §5.2 |
 //!
 //! ```text
-//! PhysRead ──► KernelMemory (X86_64 walk + 8-page table cache) ──► SectionTable
+//! PhysRead ──► KernelMemory (Arch: formula or walk + 8-page table cache) ──► SectionTable
 //! ```
 //!
 //! Everything read from the dump is checked: a pointer that is not present,
@@ -19,6 +22,8 @@
 //! panic; every loop is bounded by sizes from VMCOREINFO or the caller.
 #![forbid(unsafe_code)]
 
+mod arch;
+mod arm64;
 mod error;
 mod mem_section;
 mod memory;
@@ -28,19 +33,21 @@ mod x86_64;
 #[cfg(test)]
 mod tests;
 
+pub use arch::{Arch, Paging};
+pub use arm64::{Arm64, OutputAddress};
 pub use error::{Level, XlatError};
 pub use mem_section::{Section, SectionGeometry, SectionTable};
 pub use memory::KernelMemory;
 pub use page_offset::{PageOffset, PageOffsetSource};
-pub use x86_64::{ENTRY_MASK, PAGE_OFFSET_L4, PAGE_OFFSET_L5, START_KERNEL_MAP, X86_64};
-
-/// Size of the pages [`PhysRead`] is asked for (x86_64 base pages).
-pub const PAGE_SIZE: u64 = 4096;
+pub use x86_64::{
+    ENTRY_MASK, PAGE_OFFSET_L4, PAGE_OFFSET_L5, PAGE_SIZE as X86_64_PAGE_SIZE, START_KERNEL_MAP, X86_64,
+};
 
 /// Physical memory of the dumped machine.
 ///
-/// This module never asks for a read that crosses a [`PAGE_SIZE`]
-/// boundary: page-table reads are whole, aligned 4 KiB pages, and
+/// This module never asks for a read that crosses a boundary of the
+/// architecture's pages ([`Arch::page_size`], the dumped kernel's
+/// `PAGESIZE`): page-table reads are whole, aligned pages, and
 /// [`KernelMemory::read_virt`] splits its reads at page boundaries (pages
 /// adjacent in virtual memory need not be adjacent physically).
 /// Implementations may therefore serve each call from a single page and

@@ -1,6 +1,7 @@
 //! PAGE_OFFSET, the base of the direct map (kdump-format.md §5.6).
 //!
-//! VMCOREINFO does not export it (with KASLR it is `page_offset_base`, a
+//! On arm64 it follows from `NUMBER(VA_BITS)` ([`PageOffsetSource::Vmcoreinfo`],
+//! `super::Arm64`). On x86_64 VMCOREINFO does not export it (with KASLR it is `page_offset_base`, a
 //! variable), so it is derived, in this order:
 //! 1. **PT_LOADs** ([`PageOffset::from_loads`]): `p_vaddr − p_paddr` of the
 //!    last PT_LOAD below `__START_KERNEL_map` with a non-zero `p_vaddr`
@@ -35,6 +36,8 @@ pub enum PageOffsetSource {
     PageTables,
     /// The non-KASLR constant of the paging mode.
     Default,
+    /// Computed from VMCOREINFO (arm64: `−2^NUMBER(VA_BITS)`).
+    Vmcoreinfo,
 }
 
 /// The direct-map base and its source.
@@ -61,14 +64,15 @@ impl PageOffset {
             .then_some(PageOffset { value, source: PageOffsetSource::PtLoad })
     }
 
-    /// Scans the page tables for the direct map (step 2); `None` if the
-    /// first mapping above the base does not look like it.
+    /// Scans the page tables of an x86_64 kernel for the direct map (step
+    /// 2); `None` if the first mapping above the base does not look like
+    /// it, or if `mem` is not of an x86_64 kernel.
     ///
     /// # Errors
     ///
     /// A page-table read that fails (not a missing entry: that is skipped).
     pub fn scan<R: PhysRead + ?Sized>(mem: &KernelMemory<'_, R>) -> Result<Option<PageOffset>, XlatError> {
-        let arch = mem.arch();
+        let Some(arch) = mem.arch().x86_64() else { return Ok(None) };
         let base = PageOffset::default_for(arch.five_level()).value;
         let mut va = base;
         for _ in 0..MAX_SCAN_STEPS {

@@ -6,10 +6,15 @@
 //! with `ENTRY_MASK` minus `NUMBER(sme_mask)` (the AMD SME C-bit).
 
 use vmdump_format::elf::LoadSegment;
+use vmdump_format::machine::Machine;
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
+use super::arch::Paging;
 use super::page_offset::PageOffset;
-use super::{Level, PAGE_SIZE, XlatError};
+use super::{Level, XlatError};
+
+/// x86_64's base page: the size of its page tables and of its kdump blocks.
+pub const PAGE_SIZE: u64 = 4096;
 
 /// `__START_KERNEL_map`: virtual base of the kernel image mapping.
 pub const START_KERNEL_MAP: u64 = 0xffff_ffff_8000_0000;
@@ -64,8 +69,18 @@ impl X86_64 {
     ///
     /// [`XlatError::MissingKey`] without `SYMBOL(init_top_pgt)` (or
     /// `init_level4_pgt`) or phys_base; [`XlatError::BadKey`] if the root is
-    /// not a page-aligned kernel-image address.
+    /// not a page-aligned kernel-image address, or for a `PAGESIZE` other
+    /// than 4096.
     pub fn new(info: &VmcoreInfo, loads: &[LoadSegment]) -> Result<Self, XlatError> {
+        if let Some(size) = info.page_size()
+            && size != PAGE_SIZE
+        {
+            return Err(XlatError::BadKey {
+                key: "PAGESIZE",
+                value: size.into(),
+                reason: "x86_64 pages are 4096 bytes",
+            });
+        }
         let root = info
             .symbol("init_top_pgt")
             .or_else(|| info.symbol("init_level4_pgt"))
@@ -210,5 +225,49 @@ impl X86_64 {
             Level::Pmd => 1 << 21,
             Level::Pte => PAGE_SIZE,
         }
+    }
+}
+
+impl Paging for X86_64 {
+    fn machine(&self) -> Machine {
+        Machine::X86_64
+    }
+
+    fn page_size(&self) -> u64 {
+        PAGE_SIZE
+    }
+
+    fn levels(&self) -> u8 {
+        if self.five_level { 5 } else { 4 }
+    }
+
+    fn root_paddr(&self) -> u64 {
+        X86_64::root_paddr(self)
+    }
+
+    fn phys_base(&self) -> i64 {
+        X86_64::phys_base(self)
+    }
+
+    fn kerneloffset(&self) -> u64 {
+        X86_64::kerneloffset(self)
+    }
+
+    fn page_offset_info(&self) -> PageOffset {
+        X86_64::page_offset_info(self)
+    }
+
+    /// Kernel-image addresses (the direct map is walked: with KASLR its
+    /// base is a variable VMCOREINFO does not export).
+    fn direct(&self, vaddr: u64) -> Option<Result<u64, XlatError>> {
+        self.image_to_phys(vaddr)
+    }
+
+    fn walk(
+        &self,
+        vaddr: u64,
+        read_entry: &mut dyn FnMut(u64) -> Result<u64, XlatError>,
+    ) -> Result<u64, XlatError> {
+        X86_64::walk(self, vaddr, read_entry)
     }
 }

@@ -14,8 +14,9 @@ pub use geometry::Geometry;
 
 use super::{
     DISK_DUMP_HEADER_SIZE, DUMP_DH_COMPRESSED_INCOMPLETE, DUMP_DH_COMPRESSION_MASK, DiskDumpHeader,
-    PAGE_DESC_SIZE, PageDesc, SUB_HEADER_SIZE, SubHeader,
+    PAGE_DESC_SIZE, PageDesc, SUB_HEADER_SIZE, SubHeader, Utsname,
 };
+use crate::machine::Machine;
 use crate::vmcoreinfo::VmcoreInfo;
 use crate::{FormatError, ReadAt};
 
@@ -195,8 +196,21 @@ impl<R: ReadAt> KdumpReader<R> {
     /// VMCOREINFO wins because QEMU's `dump-guest-memory` fills the sub
     /// header from that same line parsed as hex although the kernel prints
     /// it in decimal (§9): its value is wrong whenever it is not 0..=9.
+    /// On arm64 the value is `NUMBER(PHYS_OFFSET)` ([`Machine::header_phys_base`]).
     pub fn phys_base(&self) -> i64 {
-        self.vmcoreinfo.as_ref().and_then(VmcoreInfo::phys_base).unwrap_or(self.sub.phys_base as i64)
+        let machine = self.machine().unwrap_or(Machine::X86_64);
+        self.vmcoreinfo
+            .as_ref()
+            .and_then(|i| machine.header_phys_base(i))
+            .unwrap_or(self.sub.phys_base as i64)
+    }
+
+    /// The dumped machine: the header's `utsname.machine`, else what
+    /// VMCOREINFO's keys point to ([`Machine::from_vmcoreinfo`]; QEMU leaves
+    /// the utsname empty, §9); `None` for a machine vmdump does not know.
+    pub fn machine(&self) -> Option<Machine> {
+        Machine::from_utsname(self.header.utsname.get(Utsname::MACHINE))
+            .or_else(|| self.vmcoreinfo.as_ref().and_then(Machine::from_vmcoreinfo))
     }
 
     /// The pfns of this piece of a split dump (§2.3), `None` for a whole dump.

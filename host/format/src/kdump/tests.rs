@@ -71,7 +71,7 @@ fn header_fields_at_documented_offsets() {
     let mut h = l.disk_dump_header(DUMP_DH_COMPRESSED_ZSTD, 4);
     let info =
         crate::vmcoreinfo::VmcoreInfo::parse(b"OSRELEASE=6.1.0-57-amd64\nCRASHTIME=1700000123\n").unwrap();
-    h.fill_from_vmcoreinfo(&info);
+    h.fill_from_vmcoreinfo(&info, Some(crate::machine::Machine::X86_64));
     let b = h.encode();
     assert_eq!(&b[0..8], b"KDUMP   ");
     assert_eq!(i32::from_le_bytes(b[8..12].try_into().unwrap()), 6);

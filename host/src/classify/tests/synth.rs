@@ -10,7 +10,7 @@ use vmdump_synth::{self as synth, Class, Flavour, KernelSpec, SynthSpec};
 use super::super::{ClassCounts, ClassifyError, PageClass, PageClassifier};
 use super::edit;
 use crate::level::DumpLevel;
-use crate::xlat::{KernelMemory, PAGE_SIZE, PhysRead, SectionTable, XlatError};
+use crate::xlat::{KernelMemory, PhysRead, SectionTable, X86_64_PAGE_SIZE as PAGE_SIZE, XlatError};
 
 /// Physical memory of an in-memory ELF vmcore.
 struct Image {

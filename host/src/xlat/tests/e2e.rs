@@ -9,7 +9,9 @@ use vmdump_format::phys::PhysMap;
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 use vmdump_synth::{self as synth, KernelLayout, KernelSpec, SynthSpec};
 
-use super::super::{KernelMemory, PAGE_SIZE, PageOffsetSource, PhysRead, SectionTable, XlatError};
+use super::super::{
+    KernelMemory, PageOffsetSource, PhysRead, SectionTable, X86_64_PAGE_SIZE as PAGE_SIZE, XlatError,
+};
 
 /// Physical memory of an ELF vmcore: pages through [`PhysMap::read_page`].
 pub(crate) struct ElfPhys<F: ReadAt> {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
-use super::{PAGE_SIZE, PhysRead, XlatError};
+use super::{PhysRead, X86_64_PAGE_SIZE as PAGE_SIZE, XlatError};
 
 mod e2e;
 mod sections;

@@ -1,0 +1,130 @@
+//! The machines whose dumps vmdump writes, and what the file formats say
+//! about each: its ELF `e_machine`, byte order, the name the kernel puts in
+//! `utsname.machine` (which libkdumpfile reports as `arch.name` of a
+//! kdump-compressed file) and what the kdump sub header's `phys_base`
+//! holds (kdump-format.md §1.2, §1.5, §5.6; docs/arm64.md §5, §6).
+//!
+//! Address translation, which needs more than these facts, is the host's
+//! (`vmdump::xlat::Arch`).
+
+use crate::elf::Endian;
+use crate::vmcoreinfo::VmcoreInfo;
+
+/// `e_machine` of x86_64.
+pub const EM_X86_64: u16 = 62;
+/// `e_machine` of arm64 (AArch64).
+pub const EM_AARCH64: u16 = 183;
+
+/// A machine vmdump dumps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Machine {
+    /// x86_64 (AMD64, Intel 64).
+    X86_64,
+    /// arm64 (AArch64), little-endian.
+    Aarch64,
+}
+
+impl Machine {
+    /// Every machine, in the order messages list them.
+    pub const ALL: [Machine; 2] = [Machine::X86_64, Machine::Aarch64];
+
+    /// The names of [`Machine::ALL`], for messages.
+    pub const SUPPORTED: &'static str = "x86_64 (e_machine 62), aarch64 (183, little-endian)";
+
+    /// The machine of an ELF vmcore; `None` for others, and for a byte
+    /// order the machine's Linux does not use here (big-endian arm64).
+    pub fn from_elf(e_machine: u16, endian: Endian) -> Option<Machine> {
+        Machine::ALL.into_iter().find(|m| m.e_machine() == e_machine && m.endian() == endian)
+    }
+
+    /// The machine whose `utsname.machine` is `name` (a kdump file's
+    /// header); `arm64` is taken for `aarch64`.
+    pub fn from_utsname(name: &[u8]) -> Option<Machine> {
+        match name {
+            b"arm64" => Some(Machine::Aarch64),
+            _ => Machine::ALL.into_iter().find(|m| m.name().as_bytes() == name),
+        }
+    }
+
+    /// The machine VMCOREINFO's arch-specific keys point to, for inputs
+    /// that do not say (a kdump file with an empty utsname): arm64
+    /// exports `NUMBER(kimage_voffset)` and `NUMBER(VA_BITS)`, x86_64
+    /// neither. `None` when it has neither arm64 key nor x86_64's
+    /// `SYMBOL(init_top_pgt)` (or `init_level4_pgt`).
+    pub fn from_vmcoreinfo(info: &VmcoreInfo) -> Option<Machine> {
+        if info.number("kimage_voffset").is_some() || info.number("VA_BITS").is_some() {
+            Some(Machine::Aarch64)
+        } else if info.symbol("init_top_pgt").is_some() || info.symbol("init_level4_pgt").is_some() {
+            Some(Machine::X86_64)
+        } else {
+            None
+        }
+    }
+
+    /// `e_machine`.
+    pub fn e_machine(self) -> u16 {
+        match self {
+            Machine::X86_64 => EM_X86_64,
+            Machine::Aarch64 => EM_AARCH64,
+        }
+    }
+
+    /// Byte order of its memory and of its dump files.
+    pub fn endian(self) -> Endian {
+        Endian::Little
+    }
+
+    /// The kernel's `UTS_MACHINE` (`uname -m`): what makedumpfile's header
+    /// carries in `utsname.machine` and libkdumpfile calls `arch.name`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Machine::X86_64 => "x86_64",
+            Machine::Aarch64 => "aarch64",
+        }
+    }
+
+    /// What makedumpfile writes into the sub header's `phys_base`:
+    /// `NUMBER(phys_base)` on x86_64 (negative with KASLR), the linear
+    /// map's `NUMBER(PHYS_OFFSET)` on arm64 (negative when the kernel
+    /// randomised the linear map). `None` when VMCOREINFO lacks it.
+    pub fn header_phys_base(self, info: &VmcoreInfo) -> Option<i64> {
+        match self {
+            Machine::X86_64 => info.phys_base(),
+            Machine::Aarch64 => info.number("PHYS_OFFSET"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_elf_and_names() {
+        assert_eq!(Machine::from_elf(62, Endian::Little), Some(Machine::X86_64));
+        assert_eq!(Machine::from_elf(183, Endian::Little), Some(Machine::Aarch64));
+        assert_eq!(Machine::from_elf(183, Endian::Big), None, "big-endian arm64");
+        assert_eq!(Machine::from_elf(21, Endian::Big), None, "ppc64");
+        for m in Machine::ALL {
+            assert_eq!(Machine::from_utsname(m.name().as_bytes()), Some(m));
+            assert!(Machine::SUPPORTED.contains(m.name()));
+        }
+        assert_eq!(Machine::from_utsname(b"arm64"), Some(Machine::Aarch64));
+        assert_eq!(Machine::from_utsname(b""), None);
+    }
+
+    #[test]
+    fn vmcoreinfo_keys_tell_the_machine_and_its_phys_base() {
+        let arm64 = VmcoreInfo::parse(
+            b"NUMBER(VA_BITS)=48\nNUMBER(kimage_voffset)=0xffffa532f3e00000\nNUMBER(PHYS_OFFSET)=0xfffff64b00000000\n",
+        )
+        .unwrap();
+        assert_eq!(Machine::from_vmcoreinfo(&arm64), Some(Machine::Aarch64));
+        assert_eq!(Machine::Aarch64.header_phys_base(&arm64), Some(0xffff_f64b_0000_0000u64 as i64));
+        let x86 = VmcoreInfo::parse(b"SYMBOL(init_top_pgt)=ffffffff9d40a000\nNUMBER(phys_base)=-478150656\n")
+            .unwrap();
+        assert_eq!(Machine::from_vmcoreinfo(&x86), Some(Machine::X86_64));
+        assert_eq!(Machine::X86_64.header_phys_base(&x86), Some(-478_150_656));
+        assert_eq!(Machine::from_vmcoreinfo(&VmcoreInfo::parse(b"PAGESIZE=4096\n").unwrap()), None);
+    }
+}

@@ -1,0 +1,189 @@
+//! [`Arch`]: the architecture of the dumped machine, chosen once per run
+//! from the ELF header's `e_machine` (or a kdump header's utsname, or
+//! VMCOREINFO's keys) and built from VMCOREINFO. Each architecture is one
+//! file implementing [`Paging`], as each is one `src/addrxlat/<arch>.c` in
+//! libkdumpfile; nothing above [`super::KernelMemory`] knows which one it
+//! is.
+//!
+//! | | x86_64 ([`X86_64`]) | arm64 ([`Arm64`]) |
+//! |---|---|---|
+//! | page size | 4 KiB | `PAGESIZE`: 4, 16 or 64 KiB |
+//! | root table | `init_top_pgt − __START_KERNEL_map + phys_base` | `swapper_pg_dir − kimage_voffset` |
+//! | without tables | kernel image: `phys_base` | linear map: `PHYS_OFFSET` |
+//! | the header's `phys_base` | `NUMBER(phys_base)` | `NUMBER(PHYS_OFFSET)` |
+//! | utsname machine | `x86_64` | `aarch64` |
+//! | byte order | little | little (big-endian arm64 is refused) |
+
+use vmdump_format::elf::{Endian, LoadSegment};
+use vmdump_format::machine::Machine;
+use vmdump_format::vmcoreinfo::VmcoreInfo;
+
+use super::XlatError;
+use super::arm64::Arm64;
+use super::page_offset::PageOffset;
+use super::x86_64::X86_64;
+
+/// What each architecture's file gives (libkdumpfile's per-arch
+/// translation methods): the page size, the root table, the translation
+/// that needs no tables, and the walk. Translation reads memory only
+/// through the `read_entry` callback: it knows nothing about files.
+pub trait Paging {
+    /// The machine.
+    fn machine(&self) -> Machine;
+
+    /// Bytes of a base page (and of a page table).
+    fn page_size(&self) -> u64;
+
+    /// Levels of the page tables (2 to 5).
+    fn levels(&self) -> u8;
+
+    /// Physical address of the root table.
+    fn root_paddr(&self) -> u64;
+
+    /// The kernel's physical displacement, as makedumpfile calls it
+    /// `phys_base` (negative values as their two's complement).
+    fn phys_base(&self) -> i64;
+
+    /// `KERNELOFFSET` (0 if absent): the KASLR displacement of the image.
+    fn kerneloffset(&self) -> u64;
+
+    /// The lowest address of the kernel's direct (linear) map.
+    fn page_offset_info(&self) -> PageOffset;
+
+    /// The translation of `vaddr` that needs no page tables, for the
+    /// addresses it covers; `None` for the others.
+    fn direct(&self, vaddr: u64) -> Option<Result<u64, XlatError>>;
+
+    /// Translates `vaddr` through the page tables; `read_entry` reads the
+    /// `u64` at a physical address (8-byte aligned).
+    ///
+    /// # Errors
+    ///
+    /// [`XlatError`] naming the address, the level and the entry.
+    fn walk(
+        &self,
+        vaddr: u64,
+        read_entry: &mut dyn FnMut(u64) -> Result<u64, XlatError>,
+    ) -> Result<u64, XlatError>;
+}
+
+/// The architecture of the dumped machine, with its translation parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    /// x86_64, 4- or 5-level paging.
+    X86_64(X86_64),
+    /// arm64, 4/16/64 KiB pages.
+    Arm64(Arm64),
+}
+
+impl From<X86_64> for Arch {
+    fn from(arch: X86_64) -> Self {
+        Arch::X86_64(arch)
+    }
+}
+
+impl From<Arm64> for Arch {
+    fn from(arch: Arm64) -> Self {
+        Arch::Arm64(arch)
+    }
+}
+
+impl Arch {
+    /// The machine of an ELF vmcore.
+    ///
+    /// # Errors
+    ///
+    /// [`XlatError::UnsupportedMachine`] for another machine or byte order.
+    pub fn machine_of_elf(e_machine: u16, endian: Endian) -> Result<Machine, XlatError> {
+        Machine::from_elf(e_machine, endian).ok_or_else(|| XlatError::UnsupportedMachine {
+            machine: format!(
+                "ELF e_machine {e_machine}, {}-endian",
+                if endian == Endian::Big { "big" } else { "little" }
+            ),
+            supported: Machine::SUPPORTED,
+        })
+    }
+
+    /// Translation parameters of `machine` from VMCOREINFO; `loads` (the
+    /// dump's PT_LOADs, may be empty) fill in what VMCOREINFO lacks.
+    ///
+    /// # Errors
+    ///
+    /// As [`X86_64::new`] or [`Arm64::new`].
+    pub fn new(machine: Machine, info: &VmcoreInfo, loads: &[LoadSegment]) -> Result<Self, XlatError> {
+        Ok(match machine {
+            Machine::X86_64 => Arch::X86_64(X86_64::new(info, loads)?),
+            Machine::Aarch64 => Arch::Arm64(Arm64::new(info, loads)?),
+        })
+    }
+
+    /// The architecture's own file.
+    pub fn paging(&self) -> &dyn Paging {
+        match self {
+            Arch::X86_64(arch) => arch,
+            Arch::Arm64(arch) => arch,
+        }
+    }
+
+    /// The x86_64 parameters, if it is one.
+    pub fn x86_64(&self) -> Option<&X86_64> {
+        match self {
+            Arch::X86_64(arch) => Some(arch),
+            Arch::Arm64(_) => None,
+        }
+    }
+
+    /// The arm64 parameters, if it is one.
+    pub fn arm64(&self) -> Option<&Arm64> {
+        match self {
+            Arch::Arm64(arch) => Some(arch),
+            Arch::X86_64(_) => None,
+        }
+    }
+
+    /// The machine.
+    pub fn machine(&self) -> Machine {
+        self.paging().machine()
+    }
+
+    /// Byte order of the machine's memory.
+    pub fn endian(&self) -> Endian {
+        self.machine().endian()
+    }
+
+    /// Bytes of a base page.
+    pub fn page_size(&self) -> u64 {
+        self.paging().page_size()
+    }
+
+    /// Levels of the page tables.
+    pub fn levels(&self) -> u8 {
+        self.paging().levels()
+    }
+
+    /// Physical address of the root table.
+    pub fn root_paddr(&self) -> u64 {
+        self.paging().root_paddr()
+    }
+
+    /// `NUMBER(phys_base)` on x86_64 (negative with KASLR), PHYS_OFFSET on
+    /// arm64: what makedumpfile calls phys_base.
+    pub fn phys_base(&self) -> i64 {
+        self.paging().phys_base()
+    }
+
+    /// `KERNELOFFSET` (0 if absent).
+    pub fn kerneloffset(&self) -> u64 {
+        self.paging().kerneloffset()
+    }
+
+    /// Start of the direct map, with where it came from.
+    pub fn page_offset_info(&self) -> PageOffset {
+        self.paging().page_offset_info()
+    }
+
+    /// Start of the direct map.
+    pub fn page_offset(&self) -> u64 {
+        self.page_offset_info().value
+    }
+}
