@@ -3,10 +3,15 @@
 level, same page format, runs alternated, medians compared as ratios.
 A benchmark, never a test: it prints, it does not judge.
 
-usage: dump_vs_makedumpfile.py [--runs N] [--zlib-level L] [--formats] VMDUMP VMCORE...
+usage: dump_vs_makedumpfile.py [--runs N] [--zlib-level L] [--formats | --refilter] [--pin CPU]
+                               VMDUMP VMCORE...
 
 --formats compares the other outputs instead: ELF (-E), split into 3 pieces
 (sizes summed), reassembly, and refiltering a dump file (vmdump convert).
+--refilter compares only refiltering: a -d 0 and a -d 1 dump of each vmcore
+(made by makedumpfile) refiltered to -d 31 by `vmdump convert`, by vmdump
+under makedumpfile's command line, and by makedumpfile.
+--pin CPU runs every command under `taskset -c CPU` (per-core figures).
 """
 import glob
 import argparse
@@ -15,6 +20,10 @@ import statistics
 import subprocess
 import tempfile
 import time
+
+
+# The command prefix of every timed run (--pin).
+PIN = []
 
 
 def run(cmd, out):
@@ -26,7 +35,7 @@ def run(cmd, out):
     # program that writes much (makedumpfile -E does).
     with tempfile.TemporaryFile() as log:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+        proc = subprocess.Popen(PIN + cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         log.seek(0)
@@ -57,9 +66,14 @@ def main():
     p.add_argument("--zlib-level", type=int, default=2)
     p.add_argument("--zlib-profile", default="config/zlib.toml")
     p.add_argument("--formats", action="store_true")
+    p.add_argument("--refilter", action="store_true")
+    p.add_argument("--pin")
     p.add_argument("vmdump")
     p.add_argument("vmcores", nargs="+")
     args = p.parse_args()
+    if args.pin is not None:
+        global PIN
+        PIN = ["taskset", "-c", args.pin]
     def vm(vmcore, *opts, level=1):
         return lambda out: [args.vmdump, "dump", "--no-progress", "-d", str(level), *opts, vmcore, out]
 
@@ -68,9 +82,11 @@ def main():
     print(f"medians of {args.runs} alternating runs; ratios: speed = other time / first time, "
           f"size and RSS = first / other")
     with tempfile.TemporaryDirectory(prefix="vmdump-bench-", dir=os.environ.get("BENCH_TMP")) as tmp:
-        for vmcore in args.vmcores if args.formats else []:
-            formats(args, vmcore, tmp)
-        for vmcore in [] if args.formats else args.vmcores:
+        if args.formats or args.refilter:
+            for vmcore in args.vmcores:
+                (formats if args.formats else refilter)(args, vmcore, tmp)
+            return
+        for vmcore in args.vmcores:
             name = os.path.basename(vmcore)
             z = f"zlib:{args.zlib_level}"
             zp = ("--profile", args.zlib_profile, "--compress", z)
@@ -118,6 +134,23 @@ def formats(args, vmcore, tmp):
             ("vmdump convert -d31 lzo", lambda o: [v, "convert", "--no-progress", "--compress", "lzo", "-d", "31",
                                                    whole, o]),
             ("makedumpfile -l -d31", lambda o: ["makedumpfile", "-l", "-d", "31", whole, o]), args.runs, tmp)
+
+
+
+def refilter(args, vmcore, tmp):
+    """A makedumpfile -l -d 0 and -d 1 dump refiltered to -d 31 lzo: vmdump
+    convert, vmdump as makedumpfile, makedumpfile."""
+    name, v = os.path.basename(vmcore), args.vmdump
+    for level in (0, 1):
+        dump = os.path.join(tmp, f"d{level}-{name}")
+        subprocess.run(["makedumpfile", "-l", "-d", str(level), vmcore, dump], check=True, capture_output=True)
+        mdf = ("makedumpfile -l -d31", lambda o: ["makedumpfile", "-l", "-d", "31", dump, o])
+        compare(f"{name} -d{level} dump refiltered to -d31",
+                ("vmdump convert -d31 lzo", lambda o: [v, "convert", "--no-progress", "--compress", "lzo",
+                                                       "-d", "31", dump, o]), mdf, args.runs, tmp)
+        compare(f"{name} -d{level} dump refiltered to -d31",
+                ("vmdump makedumpfile -l", lambda o: [v, "makedumpfile", "-l", "-d", "31", dump, o]),
+                mdf, args.runs, tmp)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 # Benchmark (not a test): vmdump against makedumpfile on the real vmcores of
 # ../shared/fixtures (and any vmcore given), same dump level and format,
 # alternating runs; prints time, size and RSS ratios.
-# Usage: scripts/bench-dump.sh [--runs N] [--zlib-level L] [--formats] [VMCORE...]
+# Usage: scripts/bench-dump.sh [--runs N] [--zlib-level L] [--formats | --refilter] [--pin CPU] [VMCORE...]
 # --formats: ELF output, split, reassembly and refiltering instead of dumps.
+# --refilter: refiltering -d 0 and -d 1 dumps to -d 31 only (convert and the
+# makedumpfile command line). --pin CPU: every run under taskset -c CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/tools.sh
@@ -13,8 +15,8 @@ cargo build --release --locked
 opts=() vmcores=()
 while (($#)); do
     case $1 in
-        --runs|--zlib-level) opts+=("$1" "$2"); shift 2 ;;
-        --formats) opts+=("$1"); shift ;;
+        --runs|--zlib-level|--pin) opts+=("$1" "$2"); shift 2 ;;
+        --formats|--refilter) opts+=("$1"); shift ;;
         *) vmcores+=("$1"); shift ;;
     esac
 done

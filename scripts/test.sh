@@ -29,12 +29,14 @@ fi
 cargo check --locked -p vmdump --no-default-features
 
 # Whole-system tests, as root (CI is): a real Debian kernel crashed under
-# QEMU with vmdump in its capture kernel (about 2.5 minutes); the Debian
-# packages, the diversion, the initramfs-tools hook and the dracut module in
-# a debootstrap chroot (1 to 5 minutes).
+# QEMU with vmdump in its capture kernel (about 2.5 minutes); Debian's arm64
+# kernel under qemu-system-aarch64, dumped beside Debian's arm64 makedumpfile
+# (about 1 minute); the Debian packages, the diversion, the initramfs-tools
+# hook and the dracut module in a debootstrap chroot (1 to 5 minutes).
 if [[ $(id -u) -ne 0 ]]; then
-    echo "error: scripts/capture-test.sh and scripts/test-packages.sh need root: run scripts/test.sh as root" >&2
+    echo "error: scripts/capture-test.sh, arm64-test.sh and test-packages.sh need root: run scripts/test.sh as root" >&2
     exit 1
 fi
 scripts/capture-test.sh
+scripts/arm64-test.sh
 scripts/test-packages.sh --no-build

@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+"""Judges vmdump's dumps of a real arm64 vmcore against Debian's arm64
+makedumpfile run on the same vmcore (scripts/arm64-test.sh).
+
+usage: arm64_judge.py ELF REFERENCE_DIR VMDUMP_DIR
+
+REFERENCE_DIR is what scripts/make-arm64-fixture.sh leaves in
+NAME.reference: makedumpfile's d1.kdump, d31.kdump, their reports
+(dN.report.txt) and dmesg.txt. VMDUMP_DIR holds vmdump's d1.kdump,
+d31.kdump, their reports on stderr (dN.stderr.txt), dmesg.txt and
+refiltered.kdump (d1.kdump converted to -d 31).
+
+For each dump of vmdump, every check prints one line, PASS or FAIL:
+libkdumpfile reads every page it holds equal to the ELF; it holds exactly
+the pfns makedumpfile's dump of that level holds (bitmaps compared pfn by
+pfn); each count of the report equals makedumpfile's; its attributes name
+the machine (arch.name, linux.uts.machine) and the kernel's release. Then
+the kernel logs are compared. Exits 1 when a check failed.
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_dump import attributes, elf_loads, elf_page, ram_pfns  # noqa: E402
+from kdump_bitmap import dumpable_pfns  # noqa: E402
+
+REPORT_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z ]*[a-z])\s*:\s*(0x[0-9a-f]+)\s*$")
+
+failures = []
+
+
+def check(ok, what):
+    print(f"{'PASS' if ok else 'FAIL'}: {what}")
+    if not ok:
+        failures.append(what)
+
+
+def report_counts(path):
+    """makedumpfile's report lines ("Free pages : 0x...") as {label: count}."""
+    with open(path, errors="replace") as f:
+        return {m[1]: int(m[2], 16) for m in map(REPORT_LINE.match, f) if m}
+
+
+def vmcoreinfo_release(elf_path):
+    with open(elf_path, "rb") as f:
+        head = f.read(1 << 20)
+    m = re.search(rb"OSRELEASE=([^\n]+)\n", head)
+    return m[1].decode() if m else None
+
+
+def read_back(dump_path, elf_path):
+    """(pages equal, pfns whose bytes differ, pfns held) read by libkdumpfile."""
+    import kdumpfile
+    dump = kdumpfile.kdumpfile(dump_path)
+    equal, different, held = 0, [], []
+    with open(elf_path, "rb") as f:
+        loads = elf_loads(f)
+        page_size = int(dump.attr["arch.page_size"])
+        assert page_size == 4096, f"page size {page_size}: the ELF helpers read 4 KiB pages"
+        for pfn in ram_pfns(loads, int(dump.attr["max_pfn"])):
+            try:
+                got = bytes(dump.read(kdumpfile.KDUMP_MACHPHYSADDR, pfn * page_size, page_size))
+            except kdumpfile.exceptions.NoDataException:
+                continue
+            held.append(pfn)
+            if got == elf_page(f, loads, pfn)[1]:
+                equal += 1
+            else:
+                different.append(pfn)
+    return equal, different, held, attributes(dump)
+
+
+def judge_dump(name, ours, theirs, their_report, our_report, elf_path, release):
+    equal, different, held, attrs = read_back(ours, elf_path)
+    check(not different and equal == len(held) and held,
+          f"{name}: libkdumpfile reads {equal} of {len(held)} pages equal to the ELF"
+          + (f", first different {[hex(p) for p in different[:8]]}" if different else ""))
+    ours_pfns, their_pfns = dumpable_pfns(ours), dumpable_pfns(theirs)
+    only_ours = sorted(set(ours_pfns) - set(their_pfns))
+    only_theirs = sorted(set(their_pfns) - set(ours_pfns))
+    check(not only_ours and not only_theirs and ours_pfns == held,
+          f"{name}: {len(ours_pfns)} pfns in the file, makedumpfile's has {len(their_pfns)}"
+          f" (only in vmdump's {[hex(p) for p in only_ours[:8]]}, only in makedumpfile's"
+          f" {[hex(p) for p in only_theirs[:8]]})")
+    if our_report is not None:
+        mine, reference = report_counts(our_report), report_counts(their_report)
+        labels = [label for label in reference if label != "Write bytes"]
+        wrong = {label: (mine.get(label), reference[label]) for label in labels if mine.get(label) != reference[label]}
+        check(labels and not wrong,
+              f"{name}: the report's {len(labels)} counts equal makedumpfile's"
+              + (f"; differing (vmdump, makedumpfile): {wrong}" if wrong else ""))
+    expected = {"arch.name": "aarch64", "linux.uts.machine": "aarch64", "linux.uts.release": release}
+    got = {k: attrs.get(k) for k in expected}
+    check(got == expected, f"{name}: attributes {got}")
+
+
+def main():
+    elf, ref, ours = sys.argv[1:4]
+    release = vmcoreinfo_release(elf)
+    check(release is not None, f"the ELF's VMCOREINFO has OSRELEASE={release}")
+    for level in (1, 31):
+        judge_dump(f"-d {level}", f"{ours}/d{level}.kdump", f"{ref}/d{level}.kdump", f"{ref}/d{level}.report.txt",
+                   f"{ours}/d{level}.stderr.txt", elf, release)
+    judge_dump("d1.kdump refiltered to -d 31", f"{ours}/refiltered.kdump", f"{ref}/d31.kdump", None, None,
+               elf, release)
+    with open(f"{ours}/dmesg.txt", "rb") as a, open(f"{ref}/dmesg.txt", "rb") as b:
+        mine, theirs = a.read(), b.read()
+    check(mine == theirs and theirs, f"vmdump dmesg: {len(mine)} bytes, equal to makedumpfile --dump-dmesg's {len(theirs)}")
+    print(f"{'FAILED' if failures else 'passed'}: {len(failures)} check(s) failed")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
