@@ -8,8 +8,8 @@ use std::path::Path;
 use support::dumps::{descriptor_slots, dump_counts, libkdumpfile_compare, vmdump, vmdump_ok};
 use support::synthetic::*;
 use support::temp_dir;
-use vmdump_synth::{self as synth, SynthSpec};
 use vmdump::input::Input;
+use vmdump_synth::{self as synth, SynthSpec};
 
 /// Excludes every fifth pfn and one block, as free pages.
 struct EveryFifth;
@@ -63,7 +63,7 @@ fn filtered_dump(vmcore: &Path, out: &Path, threads: usize) -> vmdump::dump::Dum
     };
     let plan = Plan::build(&asked, &input, None).unwrap();
     let file = std::fs::File::create(out).unwrap();
-    let mut sink = vmdump::output::sink::FileSink::new(file, None);
+    let mut sink = vmdump_format::sink::FileSink::new(file, None);
     vmdump::dump::dump(&plan, &mut sink).unwrap()
 }
 

@@ -16,7 +16,6 @@ pub mod health;
 pub mod input;
 pub mod kernel;
 pub mod level;
-pub mod output;
 pub mod plan;
 pub mod plugin;
 pub mod pool;

@@ -8,9 +8,11 @@
 
 mod layout;
 pub mod reader;
+pub mod writer;
 
 pub use layout::Layout;
 pub use reader::{KdumpReader, StoredPage};
+pub use writer::{KdumpWriter, PageRecord, Preamble, WriteError};
 
 use crate::FormatError;
 use crate::machine::Machine;

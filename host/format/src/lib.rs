@@ -15,6 +15,7 @@
 //! | [`kdump`] | kdump-compressed header, sub header, descriptors, layout | §1.1–§1.13 |
 //! | [`machine`] | the dumped machines: `e_machine`, byte order, utsname name, sub header phys_base | §1.5 |
 //! | [`flat`] | flattened stream (`-F`) and rearrangement (`-R`) | §2.1, §2.2 |
+//! | [`sink`] | where a dump's positioned writes go: a file, or a flattened stream | §2.1 |
 //!
 //! Synthetic vmcores for tests and benchmarks are made by the crate
 //! `vmdump-synth`; the fuzz harness of these parsers is `vmdump-fuzzing`.
@@ -51,6 +52,7 @@ pub mod kdump;
 pub mod machine;
 pub mod phys;
 pub mod read_at;
+pub mod sink;
 pub mod vmcoreinfo;
 
 pub use error::FormatError;

@@ -40,6 +40,10 @@ pub fn run(args: &ConvertArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcom
 ///
 /// # Errors
 /// As [`run`].
-pub fn convert_with(args: &ConvertArgs, profile: &Profile, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
+pub fn convert_with(
+    args: &ConvertArgs,
+    profile: &Profile,
+    plugin_dirs: &[PathBuf],
+) -> anyhow::Result<Outcome> {
     super::dump::run_with(&args.dump, profile, plugin_dirs, &args.pieces)
 }

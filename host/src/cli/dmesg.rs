@@ -30,7 +30,8 @@ pub fn kernel_log(input: &Path, pieces: &[PathBuf], plugin_dirs: &[PathBuf]) -> 
     let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &[]));
     let modules = Modules::new(&registry);
     let input = crate::input::open(&[&[input.to_path_buf()], pieces].concat(), &modules)?;
-    let kernel = KernelView::open(input.as_ref()).with_context(context)?.context("the input has no VMCOREINFO")?;
+    let kernel =
+        KernelView::open(input.as_ref()).with_context(context)?.context("the input has no VMCOREINFO")?;
     crate::dmesg::kernel_log(kernel.memory(), kernel.info()).with_context(context)
 }
 

@@ -10,12 +10,12 @@ use anyhow::{Context, bail};
 use super::Outcome;
 use crate::dump::{DumpReport, dump};
 use crate::level::DumpLevel;
-use crate::output::sink::{FileSink, FlattenedSink, Sink};
 use crate::plan::{Asked, Format, Plan, open_kernel};
 use crate::plugin::{Registry, SearchPath};
-use crate::read::Modules;
 use crate::profile::{OutputFormat, Profile, ProfileSource};
 use crate::progress::ProgressStyle;
+use crate::read::Modules;
+use vmdump_format::sink::{FileSink, FlattenedSink, Sink};
 
 /// Options of `vmdump dump`; each overrides the profile.
 #[derive(Debug, Default, Clone, clap::Args)]

@@ -8,8 +8,8 @@ use clap::Args;
 
 use super::Outcome;
 use super::dump::create_output;
-use crate::output::sink::FileSink;
 use crate::read::{open_dump, reassemble};
+use vmdump_format::sink::FileSink;
 
 /// Arguments of `vmdump reassemble`.
 #[derive(Debug, Args)]

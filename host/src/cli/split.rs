@@ -7,9 +7,9 @@ use anyhow::{Context, bail};
 
 use super::dump::{DumpArgs, create_output};
 use crate::dump::{DumpReport, dump_piece, split_pieces};
-use crate::output::sink::FileSink;
 use crate::plan::Plan;
 use crate::profile::{OutputFormat, Profile};
+use vmdump_format::sink::FileSink;
 
 /// vmdump's own split block: fine enough that small machines split too.
 const SPLITBLOCK_BYTES: u64 = 64 << 20;

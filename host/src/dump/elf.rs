@@ -18,11 +18,13 @@ use vmdump_format::elf::{ELF64_PHDR_SIZE, LoadSegment, PT_LOAD};
 use vmdump_format::phys::PhysMap;
 
 use super::pipeline::{Pass, cut_short, run_pages};
-use super::{DumpError, DumpReport, PageRecord, Slot, reader_ranges};
+use vmdump_format::kdump::PageRecord;
+
+use super::{DumpError, DumpReport, Slot, reader_ranges};
 use crate::exclude::Counts;
-use crate::output::sink::Sink;
 use crate::plan::Plan;
 use crate::progress::Progress;
+use vmdump_format::sink::Sink;
 
 /// Program headers gathered before one write.
 const PHDR_CACHE: usize = 1024;

@@ -8,29 +8,30 @@
 //! the size of the dumped machine. What is left out is decided by the
 //! plan's exclusion stages (`crate::exclude`).
 
+mod bitmaps;
 mod elf;
 mod pipeline;
 mod report;
 mod slot;
 mod split;
-mod writer;
 
 use std::ops::Range;
 
 use vmdump_format::FormatError;
 use vmdump_format::elf::Endian;
-use vmdump_format::kdump::{DiskDumpHeader, Layout, SubHeader};
+use vmdump_format::kdump::{DiskDumpHeader, KdumpWriter, Layout, Preamble, SubHeader, WriteError};
 use vmdump_format::machine::Machine;
 
+use bitmaps::write_bitmaps;
 use pipeline::{Pass, cut_short, run_pages};
 pub use report::DumpReport;
-pub use slot::{PageRecord, Slot, Worker};
+pub use slot::{Slot, Worker};
 pub use split::{DEFAULT_SPLITBLOCK_BYTES, split_pieces};
-use writer::{KdumpWriter, Preamble, write_bitmaps};
+
+use vmdump_format::sink::{Sink, SinkError};
 
 use crate::exclude::{Counts, DumpableRanges, ExcludeError};
 use crate::input::ReadError;
-use crate::output::sink::{Sink, SinkError};
 use crate::plan::{Format, Plan};
 use crate::progress::Progress;
 
@@ -68,6 +69,15 @@ impl From<ReadError> for DumpError {
 impl From<SinkError> for DumpError {
     fn from(e: SinkError) -> Self {
         Self::Write(e)
+    }
+}
+
+impl From<WriteError> for DumpError {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::Sink(e) => Self::Write(e),
+            other => Self::Internal(other.to_string()),
+        }
     }
 }
 
@@ -256,7 +266,7 @@ fn dump_kdump(
     let mut progress = Progress::new("Copying data", writer.expected_pages(), progress_style);
     let run = Pass { piece, threads, encode: true };
     let (counts, ran) = run_pages(plan, run, |slot| {
-        writer.write_slot(slot)?;
+        writer.write_run(slot.pages.first_pfn(), &slot.data, &slot.records)?;
         progress.update(writer.pages());
         Ok(())
     })?;

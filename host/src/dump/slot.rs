@@ -1,28 +1,12 @@
 //! The unit of work that circulates through the pipeline: a batch of input
 //! pages and, once a worker has been through it, how each page is stored.
 
-use vmdump_sdk::KdumpFormat;
+use vmdump_format::kdump::PageRecord;
 
 use crate::codec::{EncodeStats, Encoded, PageEncoder};
 use crate::exclude::Counts;
 use crate::exclude::content::{ContentStage, Verdict};
 use crate::input::PageBatch;
-
-/// How one page goes into the dump.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PageRecord {
-    /// All zero, excluded by dump level bit 1: points at the shared zero page.
-    Zero,
-    /// Left out by a content filter: no descriptor, cleared in the 2nd bitmap.
-    Excluded,
-    /// `len` bytes in the batch's data, compressed with `format` or raw (None).
-    Stored {
-        /// Bytes stored.
-        len: u32,
-        /// The compression, or `None` for a raw page.
-        format: Option<KdumpFormat>,
-    },
-}
 
 /// A reusable slot: input pages in, records and stored bytes out.
 #[derive(Default)]
@@ -68,12 +52,12 @@ impl<'c> Worker<'c> {
                 Verdict::Zero => PageRecord::Zero,
                 Verdict::Excluded => PageRecord::Excluded,
                 Verdict::Keep => {
-                    let (bytes, format) = match self.encoder.encode(page) {
-                        Encoded::Compressed(bytes, format) => (bytes, Some(format)),
-                        Encoded::Raw => (page, None),
+                    let (bytes, flags) = match self.encoder.encode(page) {
+                        Encoded::Compressed(bytes, format) => (bytes, format.code()),
+                        Encoded::Raw => (page, 0),
                     };
                     slot.data.extend_from_slice(bytes);
-                    PageRecord::Stored { len: bytes.len() as u32, format }
+                    PageRecord::Stored { len: bytes.len() as u32, flags }
                 }
             };
             slot.records.push(record);

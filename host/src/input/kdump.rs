@@ -79,7 +79,13 @@ fn ram_segments(reader: &KdumpReader<File>) -> Result<Vec<LoadSegment>, vmdump_f
         }
         match loads.last_mut().filter(|l| l.paddr + l.mem_size == pfn * ps) {
             Some(load) => (load.file_size, load.mem_size) = (load.file_size + ps, load.mem_size + ps),
-            None => loads.push(LoadSegment { paddr: pfn * ps, vaddr: 0, file_offset: 0, file_size: ps, mem_size: ps }),
+            None => loads.push(LoadSegment {
+                paddr: pfn * ps,
+                vaddr: 0,
+                file_offset: 0,
+                file_size: ps,
+                mem_size: ps,
+            }),
         }
     }
     Ok(loads)
@@ -196,7 +202,13 @@ struct KdumpPages<'a, 'm> {
 }
 
 impl PageSource for KdumpPages<'_, '_> {
-    fn fill(&mut self, _run: &PageRun, pfn: u64, limit: u64, batch: &mut PageBatch) -> Result<u64, ReadError> {
+    fn fill(
+        &mut self,
+        _run: &PageRun,
+        pfn: u64,
+        limit: u64,
+        batch: &mut PageBatch,
+    ) -> Result<u64, ReadError> {
         let reader = self.input.reader();
         let ps = reader.block_size() as usize;
         let failed = |pfn: u64, cause: String| ReadError {
@@ -211,7 +223,8 @@ impl PageSource for KdumpPages<'_, '_> {
         for (i, page) in pages.chunks_exact_mut(ps).enumerate() {
             let at = pfn + i as u64;
             let desc = self.descs.get(first + i as u64).map_err(|e| failed(at, format!("{e:#}")))?;
-            decode(reader, &mut self.window, &mut self.decoder, at, &desc, page).map_err(|e| failed(at, e))?;
+            decode(reader, &mut self.window, &mut self.decoder, at, &desc, page)
+                .map_err(|e| failed(at, e))?;
         }
         Ok(limit)
     }

@@ -149,8 +149,6 @@ impl Vmcore {
     pub fn elf(&self) -> &ElfVmcore {
         &self.elf
     }
-
-
 }
 
 impl Input for Vmcore {

@@ -50,7 +50,7 @@ pub fn open_dump_set(paths: &[std::path::PathBuf]) -> anyhow::Result<KdumpReader
         .map(|p| Ok((p.display().to_string(), open_dump(p)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let file = temporary_file(first, "reassembled")?;
-    let mut sink = crate::output::sink::FileSink::new(file.try_clone()?, None);
+    let mut sink = vmdump_format::sink::FileSink::new(file.try_clone()?, None);
     reassemble(pieces, &mut sink).context("reassembling the split dump")?;
     KdumpReader::open(file).context("the reassembled split dump")
 }

@@ -13,7 +13,7 @@ use vmdump_format::ReadAt;
 use vmdump_format::kdump::{DUMP_DH_COMPRESSED_INCOMPLETE, KdumpReader, PAGE_DESC_SIZE, PageDesc};
 
 use super::descs::Descriptors;
-use crate::output::sink::Sink;
+use vmdump_format::sink::Sink;
 
 /// Bytes copied per read.
 const COPY_BYTES: usize = 1 << 20;

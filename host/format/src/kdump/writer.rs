@@ -1,36 +1,85 @@
-//! Writes a kdump-compressed file (kdump-format.md §1, checklist §11): the
-//! 1st bitmap first, with the count of pages the metadata filters keep (it
-//! places the data after one descriptor each), then header, sub header and
-//! notes, then page data and descriptors side by side, and the 2nd bitmap
-//! window by window from the pages that really got a descriptor (a content
-//! filter may still drop a page: its descriptor slot then stays unused, a
-//! gap readers never look at, as in split dumps).
+//! Writing a kdump-compressed file (kdump-format.md §1, checklist §11), the
+//! counterpart of [`super::reader`]. The caller writes the 1st bitmap
+//! first, with the count of pages it keeps (that places the data after one
+//! descriptor each); [`KdumpWriter::begin`] writes header, sub header and
+//! notes; then page data and descriptors go side by side, and the 2nd
+//! bitmap window by window from the pages that really got a descriptor (a
+//! page dropped late keeps its descriptor slot unused, a gap readers never
+//! look at, as in split dumps).
 //!
-//! Each slot's data is already contiguous, so it is written as it is (one
+//! Each run's data is already contiguous, so it is written as it is (one
 //! write, no copy); descriptors gather in a cache that is flushed only after
 //! the data it points at, so the descriptors on disk always point at data on
 //! disk. Every write is positioned, so the same sequence feeds a plain file
-//! or the flattened stream.
+//! or the flattened stream ([`crate::sink`]).
 
-use std::ops::Range;
-use vmdump_format::kdump::{
-    DUMP_DH_COMPRESSED_INCOMPLETE, DiskDumpHeader, Layout, PAGE_DESC_SIZE, PageDesc, SubHeader,
-};
-
-use vmdump_format::phys::PhysMap;
-
-use super::DumpError;
-use super::slot::{PageRecord, Slot};
-use crate::classify::ClassCounts;
-use crate::exclude::{WINDOW_PFNS, WindowFilter, for_each_window};
-use crate::output::sink::{Sink, SinkError};
+use super::{DUMP_DH_COMPRESSED_INCOMPLETE, DiskDumpHeader, Layout, PAGE_DESC_SIZE, PageDesc, SubHeader};
+use crate::sink::{Sink, SinkError};
 
 /// Bytes of the descriptor cache: small, so that when the disk fills, few
 /// pages have their data on disk but not their descriptor.
 const CACHE_BYTES: usize = 64 << 10;
 
+/// Bytes of the 2nd bitmap kept in memory and written at once: 1 MiB, the
+/// bits of 8 Mi pfns.
+pub const BITMAP_CHUNK: u64 = 1 << 20;
+
+/// How one page of a run goes into the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageRecord {
+    /// All zero, excluded by dump level bit 1: points at the shared zero page.
+    Zero,
+    /// Dropped after the 1st bitmap was written (a content filter): no
+    /// descriptor, clear in the 2nd bitmap, its slot unused.
+    Excluded,
+    /// `len` bytes of the run's data, with the descriptor's compression
+    /// flag (`DUMP_DH_COMPRESSED_*`, 0 for a raw page).
+    Stored {
+        /// Bytes stored.
+        len: u32,
+        /// The descriptor's flags.
+        flags: u32,
+    },
+}
+
+/// Why a write failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// The sink's error.
+    #[error(transparent)]
+    Sink(#[from] SinkError),
+    /// A run holds more pages than the descriptor table has room left for
+    /// (the input changed between the caller's passes): nothing of it was
+    /// written.
+    #[error(
+        "more pages than the {expected} descriptors the first pass counted: the input changed between the passes"
+    )]
+    MorePages {
+        /// The descriptors the layout has room for.
+        expected: u64,
+    },
+}
+
+/// What goes before the page data.
+pub struct Preamble<'a> {
+    /// The file header.
+    pub header: DiskDumpHeader,
+    /// The sub header.
+    pub sub_header: SubHeader,
+    /// The vmcore's notes, copied verbatim.
+    pub notes: &'a [u8],
+    /// Offsets and sizes.
+    pub layout: &'a Layout,
+    /// Write the shared zero page (dump level bit 1).
+    pub exclude_zero: bool,
+    /// The pages of the split piece being written, if it is one (its 2nd
+    /// bitmap is the whole machine's, written by the caller with the 1st).
+    pub piece_pages: Option<u64>,
+}
+
 /// The 2nd bitmap, built from the pages that get a descriptor and written
-/// one window (1 MiB) at a time, in pfn order.
+/// one chunk at a time, in pfn order.
 struct DumpableBitmap {
     offset: u64,
     len: u64,
@@ -41,7 +90,7 @@ struct DumpableBitmap {
 
 impl DumpableBitmap {
     fn new(layout: &Layout) -> Self {
-        let chunk = vec![0u8; ((WINDOW_PFNS / 8).min(layout.bitmap_len)) as usize];
+        let chunk = vec![0u8; BITMAP_CHUNK.min(layout.bitmap_len) as usize];
         Self { offset: layout.bitmap2_offset, len: layout.bitmap_len, chunk, index: 0 }
     }
 
@@ -92,70 +141,12 @@ pub struct KdumpWriter<'s> {
     descs_at: u64,
     /// Where the next page data goes.
     data_end: u64,
-    /// The 2nd bitmap the writer builds; `None` for a split piece, whose
-    /// 2nd bitmap was written whole with the 1st.
+    /// The 2nd bitmap the writer builds; `None` for a split piece.
     dumpable: Option<DumpableBitmap>,
     header: DiskDumpHeader,
     expected_pages: u64,
     pages: u64,
     dropped: u64,
-}
-
-/// What goes before the page data.
-pub struct Preamble<'a> {
-    /// The file header.
-    pub header: DiskDumpHeader,
-    /// The sub header.
-    pub sub_header: SubHeader,
-    /// The vmcore's notes, copied verbatim.
-    pub notes: &'a [u8],
-    /// Offsets and sizes.
-    pub layout: &'a Layout,
-    /// Write the shared zero page (dump level bit 1).
-    pub exclude_zero: bool,
-    /// The pages of the split piece being written, if it is one.
-    pub piece_pages: Option<u64>,
-}
-
-/// What the first pass counted: the pages the metadata filter keeps, in
-/// the whole machine and in the split piece being written.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct KeptPages {
-    /// In the whole machine: the room the descriptor table needs.
-    pub total: u64,
-    /// In the split piece (equal to `total` without one).
-    pub in_piece: u64,
-}
-
-/// Writes the 1st bitmap (RAM) window by window and counts the RAM pages
-/// `filter` keeps. The 2nd bitmap gets zeros now and its real bits from
-/// the writer, once pages have their descriptors; except for a split
-/// piece, whose 2nd bitmap is the whole machine's (the same in every
-/// piece, kdump-format.md §2.3), written here.
-///
-/// # Errors
-/// The sink's or the filter's error.
-pub fn write_bitmaps(
-    sink: &mut dyn Sink,
-    layout: &Layout,
-    ram: &PhysMap,
-    filter: Option<&mut (dyn WindowFilter + '_)>,
-    counts: &mut ClassCounts,
-    piece: Option<&Range<u64>>,
-) -> Result<KeptPages, DumpError> {
-    let mut kept = KeptPages::default();
-    let zeros = vec![0u8; ((WINDOW_PFNS / 8) as usize).min(layout.bitmap_len as usize)];
-    for_each_window(layout.bitmap_len, ram, filter, counts, |w| {
-        kept.total += w.kept_in(&(0..u64::MAX));
-        kept.in_piece += w.kept_in(piece.unwrap_or(&(0..u64::MAX)));
-        sink.write_at(layout.bitmap1_offset + w.offset, w.ram)?;
-        // Zeros without a piece: the blocks are taken while there is room,
-        // so an incomplete dump can still close its bitmap.
-        let second = if piece.is_some() { w.kept } else { &zeros[..w.kept.len()] };
-        sink.write_at(layout.bitmap2_offset + w.offset, second)?;
-        Ok::<(), DumpError>(())
-    })?;
-    Ok(kept)
 }
 
 impl<'s> KdumpWriter<'s> {
@@ -191,22 +182,24 @@ impl<'s> KdumpWriter<'s> {
         Ok(writer)
     }
 
-    /// Writes the data of one encoded slot and queues its descriptors.
+    /// Writes the data of a run of pages from `first_pfn` on (the stored
+    /// bytes of its `Stored` records, back to back) and queues their
+    /// descriptors.
     ///
     /// # Errors
-    /// The sink's error; [`DumpError::Internal`] when the slot holds more
-    /// pages than the descriptor table has room left for (the pages changed
-    /// between the passes): nothing of it is written.
-    pub fn write_slot(&mut self, slot: &Slot) -> Result<(), DumpError> {
-        if self.pages + self.dropped + slot.records.len() as u64 > self.expected_pages {
-            return Err(DumpError::Internal(format!(
-                "more pages than the {} descriptors the first pass counted: the input changed between the passes",
-                self.expected_pages
-            )));
+    /// The sink's error, or [`WriteError::MorePages`].
+    pub fn write_run(
+        &mut self,
+        first_pfn: u64,
+        data: &[u8],
+        records: &[PageRecord],
+    ) -> Result<(), WriteError> {
+        if self.pages + self.dropped + records.len() as u64 > self.expected_pages {
+            return Err(WriteError::MorePages { expected: self.expected_pages });
         }
-        self.sink.write_at(self.data_end, &slot.data)?;
+        self.sink.write_at(self.data_end, data)?;
         let mut offset = self.data_end;
-        for (pfn, record) in (slot.pages.first_pfn()..).zip(&slot.records) {
+        for (pfn, record) in (first_pfn..).zip(records) {
             let desc = match *record {
                 PageRecord::Excluded => {
                     self.dropped += 1;
@@ -217,14 +210,9 @@ impl<'s> KdumpWriter<'s> {
                     size: self.page_size as u32,
                     ..PageDesc::default()
                 },
-                PageRecord::Stored { len, format } => {
+                PageRecord::Stored { len, flags } => {
                     offset += u64::from(len);
-                    PageDesc {
-                        offset: offset - u64::from(len),
-                        size: len,
-                        flags: format.map_or(0, |f| f.code()),
-                        page_flags: 0,
-                    }
+                    PageDesc { offset: offset - u64::from(len), size: len, flags, page_flags: 0 }
                 }
             };
             self.descs.extend_from_slice(&desc.encode());
@@ -263,7 +251,7 @@ impl<'s> KdumpWriter<'s> {
         self.expected_pages
     }
 
-    /// Pages a content filter dropped (their descriptor slots stay unused).
+    /// Pages dropped late (their descriptor slots stay unused).
     pub fn dropped(&self) -> u64 {
         self.dropped
     }

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 
-use vmdump_format::flat::FlatWriter;
+use crate::flat::FlatWriter;
 
 /// A destination for positioned writes.
 pub trait Sink {
@@ -116,7 +116,7 @@ impl Sink for FileSink {
 }
 
 /// The flattened format (kdump-format.md §2.1): every positioned write
-/// becomes a record of `vmdump_format::flat`.
+/// becomes a record of [`crate::flat`].
 pub struct FlattenedSink<W: Write> {
     out: Option<FlatWriter<CountingWriter<W>>>,
     /// Bytes of the whole stream, once finished.
@@ -190,7 +190,7 @@ mod tests {
         sink.finish().unwrap();
         assert_eq!(sink.bytes_written(), (4096 + 16 + 3 + 16 + 2 + 16) as u64);
         let mut plain = std::io::Cursor::new(Vec::new());
-        vmdump_format::flat::rearrange(&mut stream.as_slice(), &mut plain).unwrap();
+        crate::flat::rearrange(&mut stream.as_slice(), &mut plain).unwrap();
         let plain = plain.into_inner();
         assert_eq!((&plain[2..4], &plain[0x1000..]), (&b"xy"[..], &b"abc"[..]));
     }

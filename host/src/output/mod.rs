@@ -1,3 +1,0 @@
-//! Writing dumps: sinks (plain file, flattened stream) and the kdump writer.
-
-pub mod sink;
