@@ -9,7 +9,9 @@
 #      -d 1 and -d 31, refilters its -d 1 dump to -d 31 and writes the log
 #   3. tests/py/arm64_judge.py: libkdumpfile reads every page equal to the
 #      ELF, the files hold the same pfns as makedumpfile's, the reports'
-#      counts are equal, the attributes name aarch64, the logs are equal
+#      counts are equal, the attributes name aarch64, the logs are equal;
+#      drgn (scripts/lib/tools.sh ensure_drgn) reads every page of the -d 1
+#      and -d 31 dumps equal to the ELF (tests/py/drgn_compare.py)
 #
 # The vmcores differ from run to run (KASLR, timing), so each is judged by
 # makedumpfile's run on the same file, never by recorded numbers.
@@ -23,6 +25,7 @@
 # target/arm64 between runs (make-arm64-fixture.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/tools.sh
 export PYTHONDONTWRITEBYTECODE=1
 
 keep=0 variants=()
@@ -37,6 +40,8 @@ done
 ((${#variants[@]})) || variants=(max a57)
 [[ $(id -u) -eq 0 ]] || { echo "arm64-test.sh: run as root (make-arm64-fixture.sh needs it)" >&2; exit 1; }
 [[ -x target/release/vmdump ]] || cargo build --release --locked -p vmdump
+ensure_drgn
+drgn_python=${VMDUMP_DRGN_VENV:-$PWD/target/venv-drgn}/bin/python
 vmdump=$PWD/target/release/vmdump
 out=$(mktemp -d /tmp/vmdump-arm64-test.XXXXXX)
 ((keep)) || trap 'rm -rf "$out"' EXIT
@@ -44,7 +49,7 @@ out=$(mktemp -d /tmp/vmdump-arm64-test.XXXXXX)
 # test_variant NAME CPU: makes the vmcore NAME with QEMU's CPU model, then
 # dumps and judges it.
 test_variant() {
-    local name=$1 cpu=$2 elf ref dir level
+    local name=$1 cpu=$2 elf ref dir level verdict
     echo "== $name (-cpu $cpu)"
     scripts/make-arm64-fixture.sh --name "$name" --cpu "$cpu" --zstd-level 1 > "$out/$name.fixture.log" 2>&1 ||
         { tail -n 40 "$out/$name.fixture.log" >&2; echo "arm64-test: making $name failed" >&2; return 1; }
@@ -58,7 +63,12 @@ test_variant() {
     "$vmdump" convert --no-progress --compress lzo -d 31 "$dir/d1.kdump" "$dir/refiltered.kdump" 2> "$dir/refilter.stderr.txt" ||
         { cat "$dir/refilter.stderr.txt" >&2; return 1; }
     "$vmdump" dmesg "$elf" "$dir/dmesg.txt"
-    /usr/bin/python3 tests/py/arm64_judge.py "$elf" "$ref" "$dir"
+    /usr/bin/python3 tests/py/arm64_judge.py "$elf" "$ref" "$dir" || return 1
+    for level in 1 31; do
+        verdict=$("$drgn_python" tests/py/drgn_compare.py "$dir/d$level.kdump" "$elf") ||
+            { echo "FAIL: drgn on -d $level: $verdict" >&2; return 1; }
+        echo "PASS: drgn on -d $level: $verdict"
+    done
 }
 
 status=0
