@@ -14,6 +14,7 @@ pub mod entropy;
 pub mod exclude;
 pub mod health;
 pub mod input;
+pub mod interrupt;
 pub mod kernel;
 pub mod level;
 pub mod plan;

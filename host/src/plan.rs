@@ -18,6 +18,7 @@ use crate::classify::PageClassifier;
 use crate::codec::Codec;
 use crate::exclude::{Exclusion, FilterSet, MetadataFilter};
 use crate::input::{Input, ReadMode};
+use crate::interrupt::Interrupt;
 use crate::kernel::KernelView;
 use crate::level::DumpLevel;
 use crate::plugin::{LoadError, Registry};
@@ -48,6 +49,9 @@ pub struct RunSettings {
     /// an incomplete dump (status flag, readable up to where it stopped)
     /// instead of failing; only for outputs that can be rewritten.
     pub close_incomplete: bool,
+    /// Stop at the next batch when a signal arrives (closing the file as
+    /// incomplete when `close_incomplete`).
+    pub interrupt: Interrupt,
 }
 
 /// What the command line and the profile ask for.
@@ -120,6 +124,7 @@ impl<'a> Plan<'a> {
             batch_pages: 256,
             progress: asked.progress,
             close_incomplete: asked.close_incomplete,
+            interrupt: Interrupt::default(),
         };
         Ok(Self { input, ram, utsname, exclusion, codec, format: asked.format, run, notes })
     }
@@ -162,6 +167,12 @@ impl<'a> Plan<'a> {
     /// How the pipeline runs.
     pub fn run(&self) -> &RunSettings {
         &self.run
+    }
+
+    /// The plan, stopping at the next batch when `interrupt` fires.
+    pub fn with_interrupt(mut self, interrupt: Interrupt) -> Self {
+        self.run.interrupt = interrupt;
+        self
     }
 
     /// What the plan chose that the user should know (a lower level, what

@@ -17,7 +17,17 @@ pub trait Sink {
     /// The I/O error, or [`SinkError::LimitReached`] when a size limit stops it.
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), SinkError>;
 
-    /// Flushes and closes the stream (the flattened end marker).
+    /// Waits until what was written is on disk, when the sink was asked to
+    /// (a file with `--sync`); nothing otherwise.
+    ///
+    /// # Errors
+    /// The I/O error.
+    fn sync_data(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    /// Flushes and closes the stream (the flattened end marker), after
+    /// [`Sink::sync_data`].
     ///
     /// # Errors
     /// The I/O error.
@@ -103,11 +113,15 @@ impl Sink for FileSink {
         Ok(())
     }
 
-    fn finish(&mut self) -> Result<(), SinkError> {
+    fn sync_data(&mut self) -> Result<(), SinkError> {
         if self.sync {
             self.file.sync_data().map_err(|e| io_error(0, 0, e, self.written))?;
         }
         Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), SinkError> {
+        self.sync_data()
     }
 
     fn bytes_written(&self) -> u64 {

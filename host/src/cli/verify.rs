@@ -1,5 +1,6 @@
 //! `vmdump verify DUMP [--against VMCORE]`: exit status 0 when the dump
-//! verifies, 1 naming the first problems otherwise.
+//! verifies, 1 naming the first problems otherwise; an incomplete dump (cut
+//! short, interrupted or killed) fails too, unless `--allow-incomplete`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,6 +21,10 @@ pub struct VerifyArgs {
     /// The ELF vmcore it was made from: every page is compared with it.
     #[arg(long, value_name = "VMCORE")]
     pub against: Option<PathBuf>,
+    /// Accept a dump whose header says it is incomplete (a full disk, a
+    /// signal, a killed run) when what it holds verifies.
+    #[arg(long)]
+    pub allow_incomplete: bool,
 }
 
 fn summary(s: &VerifyStats, p: &Problems, against: bool) -> String {
@@ -63,10 +68,14 @@ pub fn run(args: &VerifyArgs, plugin_dirs: &[PathBuf], out: &mut impl Write) -> 
         writeln!(out, "... and {} more problems", problems.count - problems.first.len() as u64)?;
     }
     writeln!(out, "{}", summary(&stats, &problems, source.is_some()))?;
-    match problems.first.first() {
-        None => Ok(()),
-        Some(first) => {
-            anyhow::bail!("{name}: {} problems, the first: {first}", problems.count)
+    if let Some(first) = problems.first.first() {
+        anyhow::bail!("{name}: {} problems, the first: {first}", problems.count)
+    }
+    if reader.is_incomplete() {
+        writeln!(out, "{name}: the dump is INCOMPLETE: the run that wrote it did not finish")?;
+        if !args.allow_incomplete {
+            anyhow::bail!("{name}: incomplete dump (--allow-incomplete accepts what it holds)")
         }
     }
+    Ok(())
 }

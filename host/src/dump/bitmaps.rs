@@ -12,6 +12,7 @@ use vmdump_format::sink::Sink;
 use super::DumpError;
 use crate::classify::ClassCounts;
 use crate::exclude::{WINDOW_PFNS, WindowFilter, for_each_window};
+use crate::interrupt::Interrupt;
 
 /// What the first pass counted: the pages the metadata filter keeps, in
 /// the whole machine and in the split piece being written.
@@ -30,18 +31,21 @@ pub struct KeptPages {
 /// piece, kdump-format.md §2.3), written here.
 ///
 /// # Errors
-/// The sink's or the filter's error.
+/// The sink's or the filter's error; [`DumpError::Interrupted`].
 pub fn write_bitmaps(
     sink: &mut dyn Sink,
     layout: &Layout,
     ram: &PhysMap,
-    filter: Option<&mut (dyn WindowFilter + '_)>,
+    (filter, interrupt): (Option<&mut (dyn WindowFilter + '_)>, &Interrupt),
     counts: &mut ClassCounts,
     piece: Option<&Range<u64>>,
 ) -> Result<KeptPages, DumpError> {
     let mut kept = KeptPages::default();
     let zeros = vec![0u8; ((WINDOW_PFNS / 8) as usize).min(layout.bitmap_len as usize)];
     for_each_window(layout.bitmap_len, ram, filter, counts, |w| {
+        if let Some(signal) = interrupt.caught() {
+            return Err(DumpError::Interrupted(signal));
+        }
         kept.total += w.kept_in(&(0..u64::MAX));
         kept.in_piece += w.kept_in(piece.unwrap_or(&(0..u64::MAX)));
         sink.write_at(layout.bitmap1_offset + w.offset, w.ram)?;

@@ -137,6 +137,7 @@ fn count_segments(plan: &Plan<'_>) -> Result<(u64, u64, Counts), DumpError> {
     if plan.exclusion().reads_pages() {
         let pass = Pass { piece: None, threads: plan.run().threads, encode: false };
         let (counts, ran) = run_pages(plan, pass, |slot| {
+            super::check_interrupt(plan)?;
             pages += slot.records.iter().filter(|r| matches!(r, PageRecord::Stored { .. })).count() as u64;
             feed(&mut segments, slot, 0, |_| {});
             Ok(())
@@ -259,6 +260,7 @@ pub(super) fn dump_elf(plan: &Plan<'_>, sink: &mut dyn Sink) -> Result<DumpRepor
     let mut progress = Progress::new("Copying data", pages, plan.run().progress);
     let pass = Pass { piece: None, threads: plan.run().threads, encode: false };
     let (counts, ran) = run_pages(plan, pass, |slot| {
+        super::check_interrupt(plan)?;
         out.write_slot(slot)?;
         progress.update(out.pages);
         Ok(())

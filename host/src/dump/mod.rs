@@ -55,9 +55,20 @@ pub enum DumpError {
     /// plugin that changed its answer).
     #[error("{0}")]
     Exclude(ExcludeError),
+    /// A signal ([`crate::interrupt`]) stopped the dump.
+    #[error("interrupted by {}", crate::interrupt::name(*.0))]
+    Interrupted(i32),
     /// A broken invariant: a bug in vmdump.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// [`DumpError::Interrupted`] if a signal arrived since the run began.
+///
+/// # Errors
+/// That one.
+pub fn check_interrupt(plan: &Plan<'_>) -> Result<(), DumpError> {
+    plan.run().interrupt.caught().map_or(Ok(()), |signal| Err(DumpError::Interrupted(signal)))
 }
 
 impl From<ReadError> for DumpError {
@@ -196,7 +207,8 @@ fn first_pass(
     let started = std::time::Instant::now();
     let mut cursor = plan.exclusion().metadata().map(|f| f.cursor()).transpose()?;
     let mut excluded = Counts::default();
-    let kept = write_bitmaps(sink, &bitmaps, ram, cursor.as_deref_mut(), &mut excluded.classes, piece)?;
+    let stages = (cursor.as_deref_mut(), &plan.run().interrupt);
+    let kept = write_bitmaps(sink, &bitmaps, ram, stages, &mut excluded.classes, piece)?;
     excluded.plugins = cursor.map(|c| c.plugin_counts()).unwrap_or_default();
     let layout = Layout::from_notes(ram.max_pfn(), page_size, notes, kept.total)?;
     let piece_pages = piece.map(|_| kept.in_piece);
@@ -266,6 +278,7 @@ fn dump_kdump(
     let mut progress = Progress::new("Copying data", writer.expected_pages(), progress_style);
     let run = Pass { piece, threads, encode: true };
     let (counts, ran) = run_pages(plan, run, |slot| {
+        check_interrupt(plan)?;
         writer.write_run(slot.pages.first_pfn(), &slot.data, &slot.records)?;
         progress.update(writer.pages());
         Ok(())

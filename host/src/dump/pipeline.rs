@@ -74,7 +74,8 @@ pub fn run_pages(
 
 /// How a run that wrote an output ended: `None` when complete, the reason
 /// when the output can be closed as an incomplete dump (the disk filled,
-/// the size limit was reached, a filter plugin changed its answer); any
+/// the size limit was reached, a filter plugin changed its answer, a
+/// signal arrived); any
 /// other error as it is.
 ///
 /// # Errors
@@ -85,6 +86,7 @@ pub fn cut_short(ran: Result<(), DumpError>, plan: &Plan<'_>) -> Result<Option<S
         Ok(()) => Ok(None),
         Err(DumpError::Write(e)) if e.is_out_of_space() && closable => Ok(Some(e.to_string())),
         Err(DumpError::Exclude(e @ ExcludeError::Changed { .. })) if closable => Ok(Some(e.to_string())),
+        Err(e @ DumpError::Interrupted(_)) if closable => Ok(Some(e.to_string())),
         Err(e) => Err(e),
     }
 }

@@ -150,13 +150,18 @@ pub struct KdumpWriter<'s> {
 }
 
 impl<'s> KdumpWriter<'s> {
-    /// Writes everything before the page data and returns the writer.
+    /// Writes everything before the page data and returns the writer. The
+    /// header says INCOMPLETE until [`KdumpWriter::finish`] has written the
+    /// last byte: a dump killed outright, or cut by a power loss, reads as
+    /// incomplete (§1.11).
     ///
     /// # Errors
     /// The sink's error.
     pub fn begin(sink: &'s mut dyn Sink, pre: &Preamble<'_>) -> Result<Self, SinkError> {
         let layout = pre.layout;
-        sink.write_at(0, &pre.header.encode())?;
+        let mut unfinished = pre.header;
+        unfinished.status |= DUMP_DH_COMPRESSED_INCOMPLETE;
+        sink.write_at(0, &unfinished.encode())?;
         sink.write_at(u64::from(layout.block_size), &pre.sub_header.encode())?;
         sink.write_at(layout.offset_note, pre.notes)?;
         let page_size = u64::from(layout.block_size);
@@ -284,7 +289,9 @@ impl<'s> KdumpWriter<'s> {
         Ok((self.pages, self.sink.bytes_written()))
     }
 
-    /// Flushes and closes the sink. Returns the bytes written.
+    /// Writes what is left, then (once the rest is on disk, when the sink
+    /// syncs) the header without the INCOMPLETE flag, and closes the sink.
+    /// Returns the bytes written.
     ///
     /// # Errors
     /// The sink's error.
@@ -293,6 +300,8 @@ impl<'s> KdumpWriter<'s> {
         if let Some(dumpable) = self.dumpable.as_mut() {
             dumpable.finish(self.sink)?;
         }
+        self.sink.sync_data()?;
+        self.sink.write_at(0, &self.header.encode())?;
         self.sink.finish()?;
         Ok(self.sink.bytes_written())
     }
