@@ -21,7 +21,7 @@
 //! and 16 KiB pages a 52-bit kernel without LPA2 folds its top level at run
 //! time, so the walk follows `vabits_actual`. The fixture's kernel (4 KiB,
 //! 48-bit) is the same either way; the 52-bit cases are checked by
-//! synthetic tables only (`tests/arm64.rs`).
+//! synthetic tables only (`tests/arm64_52.rs`, beside `tests/arm64.rs`).
 
 use vmdump_format::elf::LoadSegment;
 use vmdump_format::machine::Machine;
@@ -297,8 +297,9 @@ impl Arm64 {
     ///
     /// # Errors
     ///
-    /// [`XlatError::NonCanonical`] below `PAGE_OFFSET`,
-    /// [`XlatError::NotPresent`] for an invalid descriptor,
+    /// [`XlatError::NonCanonical`] below `PAGE_OFFSET` or below the
+    /// `−2^walk_bits` the tables reach (a 52-bit kernel on 48-bit
+    /// hardware), [`XlatError::NotPresent`] for an invalid descriptor,
     /// [`XlatError::Reserved`] for a reserved one, or
     /// [`XlatError::TableRead`] wrapping a read error.
     pub fn walk(
@@ -306,7 +307,7 @@ impl Arm64 {
         vaddr: u64,
         read_entry: &mut dyn FnMut(u64) -> Result<u64, XlatError>,
     ) -> Result<u64, XlatError> {
-        if vaddr < self.page_offset {
+        if vaddr < self.page_offset.max(0u64.wrapping_sub(1 << self.walk_bits)) {
             return Err(XlatError::NonCanonical { vaddr, levels: self.levels });
         }
         let reserved =
