@@ -28,13 +28,19 @@ fn header_status(dump: &Path) -> u32 {
 /// A delay in 300..1300 ms that differs from run to run.
 fn random_delay(salt: u64) -> Duration {
     let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().subsec_nanos();
-    let mixed = (u64::from(nanos) ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    let mixed =
+        (u64::from(nanos) ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xff51_afd7_ed55_8ccd);
     Duration::from_millis(300 + (mixed >> 33) % 1000)
 }
 
 /// Starts a slow dump (one thread, zlib at level 9), signals it after a
 /// random delay; returns its exit status and stderr.
-fn interrupted_dump(vmcore: &Path, out: &Path, signal: &str, salt: u64) -> (std::process::ExitStatus, String) {
+fn interrupted_dump(
+    vmcore: &Path,
+    out: &Path,
+    signal: &str,
+    salt: u64,
+) -> (std::process::ExitStatus, String) {
     let child = Command::new(env!("CARGO_BIN_EXE_vmdump"))
         .args(["--plugin-dir".as_ref(), build_dir().as_os_str()])
         .args(["dump", "--no-progress", "--threads", "1", "--compress", "zlib:9", "-d", "0"])
@@ -49,7 +55,11 @@ fn interrupted_dump(vmcore: &Path, out: &Path, signal: &str, salt: u64) -> (std:
     assert!(killed.success(), "kill -{signal} {pid}");
     let started = Instant::now();
     let output = child.wait_with_output().expect("wait for vmdump");
-    assert!(started.elapsed() < Duration::from_secs(20), "{signal}: vmdump took {:?} to stop", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{signal}: vmdump took {:?} to stop",
+        started.elapsed()
+    );
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     eprintln!("{signal} after {delay:?}: {} ({} bytes of stderr)", output.status, stderr.len());
     (output.status, stderr)
@@ -80,10 +90,12 @@ fn an_interrupted_dump_reads_as_incomplete_and_holds_whole_pages() {
         assert!(info_says_incomplete(&out), "{signal}: vmdump info");
         let verify = vmdump(["verify".as_ref(), out.as_os_str()]);
         assert!(!verify.status.success(), "{signal}: vmdump verify accepted an incomplete dump");
-        let accepted = vmdump(["verify", "--allow-incomplete", "--against"].map(AsRef::as_ref).into_iter().chain([
-            vmcore.as_os_str(),
-            out.as_os_str(),
-        ]));
+        let accepted = vmdump(
+            ["verify", "--allow-incomplete", "--against"]
+                .map(AsRef::as_ref)
+                .into_iter()
+                .chain([vmcore.as_os_str(), out.as_os_str()]),
+        );
         let text = String::from_utf8_lossy(&accepted.stdout);
         assert!(accepted.status.success() && text.contains("; 0 problems"), "{signal}: {text}");
         let read = libkdumpfile_compare(&out, &vmcore);

@@ -243,7 +243,8 @@ pub fn run_with(
         close_incomplete: args.output != Path::new("-") && profile.dump.format == OutputFormat::Kdump,
         extra: None,
     };
-    let interrupt = crate::interrupt::Interrupt::on_signals().context("catching SIGINT, SIGTERM and SIGHUP")?;
+    let interrupt =
+        crate::interrupt::Interrupt::on_signals().context("catching SIGINT, SIGTERM and SIGHUP")?;
     let plan = Plan::build(&asked, input.as_ref(), kernel.as_ref())?.with_interrupt(interrupt);
     plan.notes().iter().for_each(|note| eprintln!("vmdump: warning: {note}"));
     let report = match super::split::outputs(args, profile)? {
