@@ -46,7 +46,7 @@ pub use page::{PAGE_SIZE, PageKind, page, page_kind};
 use std::fs::File;
 use std::io;
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
 use vmdump_format::elf::write::{elf_header, note_program_header, program_header};
@@ -354,7 +354,8 @@ fn generate(spec: &SynthSpec, sink: &mut impl Sink) -> io::Result<SynthSummary> 
     Ok(summarize(spec))
 }
 
-/// Writes a sparse synthetic vmcore to `path` (created or truncated).
+/// Writes a sparse synthetic vmcore to `path` (created mode 0600, as every
+/// file vmdump writes, or truncated).
 ///
 /// # Errors
 ///
@@ -362,7 +363,8 @@ fn generate(spec: &SynthSpec, sink: &mut impl Sink) -> io::Result<SynthSummary> 
 /// if the [`KernelSpec`] does not fit in the RAM ([`kernel_layout`]).
 pub fn write(spec: &SynthSpec, path: &Path) -> io::Result<SynthSummary> {
     kernel_layout(spec)?;
-    let mut file = File::create(path)?;
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
     file.set_len(plan(spec).file_size)?;
     generate(spec, &mut file)
 }
