@@ -8,16 +8,42 @@
 //! worker, D3) and hands it back at the end. See dependencies.md §5.
 
 use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 
-/// A slot with the sequence number it was filled under.
+/// A pipeline thread panicked (a bug, in vmdump or in code it runs): the
+/// run stops with this instead of hanging or losing the thread's slot.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the {thread} thread panicked: {message}")]
+pub struct Panicked {
+    /// The thread's name.
+    pub thread: String,
+    /// The panic message.
+    pub message: String,
+}
+
+impl Panicked {
+    fn from_payload(thread: &str, payload: &(dyn std::any::Any + Send)) -> Self {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(no message)".into());
+        Self { thread: thread.into(), message }
+    }
+}
+
+/// A slot with the sequence number it was filled under; a worker that
+/// panicked on it sends it back marked, so the writer stops at once.
 struct Numbered<S> {
     seq: u64,
     slot: S,
+    panicked: Option<Panicked>,
 }
 
-/// Runs the pipeline to the end, or to the first error of `fill` or `drain`.
+/// Runs the pipeline to the end, or to the first error of `fill` or `drain`
+/// or the first panic of any thread.
 ///
 /// - `fill(slot)` (reader thread) loads the next piece of work into a
 ///   recycled slot and returns `Ok(false)` when there is nothing left;
@@ -25,9 +51,11 @@ struct Numbered<S> {
 /// - `work(state, slot)` transforms a slot (never fails: policy lives inside);
 /// - `drain(slot)` (calling thread) consumes slots in fill order.
 ///
-/// Returns every worker's final state, and the first error of `fill` or
-/// `drain` (after it, the other threads stop early): the states count what
-/// was done even when the run stopped short.
+/// Returns the final state of every worker that did not panic, and how the
+/// run ended. Shutdown needs no timeout: every thread blocks only on a
+/// channel whose other side is dropped when its peer stops (the writer
+/// drops the free list, the reader the work queue, the workers the done
+/// queue), so the first failure anywhere unblocks all of them.
 pub fn run_ordered<S, W, E, Fill, New, Work, Drain>(
     slots: Vec<S>,
     workers: usize,
@@ -39,7 +67,7 @@ pub fn run_ordered<S, W, E, Fill, New, Work, Drain>(
 where
     S: Send,
     W: Send,
-    E: Send,
+    E: Send + From<Panicked>,
     Fill: FnMut(&mut S) -> Result<bool, E> + Send,
     New: Fn() -> W + Sync,
     Work: Fn(&mut W, &mut S) + Sync,
@@ -61,63 +89,99 @@ where
             .map(|i| {
                 let (work_rx, done_tx) = (work_rx.clone(), done_tx.clone());
                 let (new_worker, work) = (&new_worker, &work);
-                named(format!("vmdump-worker-{i}"))
-                    .spawn_scoped(scope, move || work_loop(&work_rx, &done_tx, new_worker, work))
+                let name = format!("vmdump-worker-{i}");
+                named(name.clone())
+                    .spawn_scoped(scope, move || work_loop(&name, &work_rx, &done_tx, new_worker, work))
                     .expect("spawn a worker thread")
             })
             .collect();
         drop((work_rx, done_tx));
         let drained = write_loop(done_rx, &free_tx, &mut drain);
         drop(free_tx);
-        let states: Vec<W> = handles.into_iter().map(|h| h.join().expect("worker thread panicked")).collect();
-        let read = reader.join().expect("reader thread panicked");
-        (states, drained.and(read))
+        let mut states = Vec::with_capacity(handles.len());
+        let mut failed = None;
+        for handle in handles {
+            match handle.join().expect("a worker catches its panics") {
+                Ok(state) => states.push(state),
+                Err(panicked) => failed = failed.or(Some(panicked)),
+            }
+        }
+        let (sent, read) = reader.join().expect("the reader catches its panics");
+        let ended = match (drained, read, failed) {
+            (Err(e), _, _) | (Ok(_), Err(e), _) => Err(e),
+            (Ok(_), Ok(()), Some(panicked)) => Err(E::from(panicked)),
+            (Ok(drained), Ok(()), None) if drained != sent => Err(E::from(Panicked {
+                thread: "vmdump-writer".into(),
+                message: format!("{drained} of {sent} slots came back from the workers"),
+            })),
+            (Ok(_), Ok(()), None) => Ok(()),
+        };
+        (states, ended)
     })
 }
 
-fn read_loop<S, E>(
+/// Fills slots until the input ends, `fill` fails or panics, or the writer
+/// stops. Returns how many slots it sent, and the error.
+fn read_loop<S, E: From<Panicked>>(
     free: &Receiver<S>,
     work: Sender<Numbered<S>>,
     fill: &mut impl FnMut(&mut S) -> Result<bool, E>,
-) -> Result<(), E> {
-    for seq in 0.. {
-        let Ok(mut slot) = free.recv() else { return Ok(()) }; // writer stopped
-        if !fill(&mut slot)? {
-            return Ok(());
+) -> (u64, Result<(), E>) {
+    let mut sent = 0;
+    loop {
+        let Ok(mut slot) = free.recv() else { return (sent, Ok(())) }; // writer stopped
+        match catch_unwind(AssertUnwindSafe(|| fill(&mut slot))) {
+            Ok(Ok(true)) => {}
+            Ok(Ok(false)) => return (sent, Ok(())),
+            Ok(Err(e)) => return (sent, Err(e)),
+            Err(payload) => return (sent, Err(E::from(Panicked::from_payload("vmdump-reader", &*payload)))),
         }
-        if work.send(Numbered { seq, slot }).is_err() {
-            return Ok(());
+        if work.send(Numbered { seq: sent, slot, panicked: None }).is_err() {
+            return (sent, Ok(()));
         }
+        sent += 1;
     }
-    Ok(())
 }
 
+/// Transforms slots until the reader stops or the writer does. A panic in
+/// `new_worker` or `transform` ends this worker: the slot it held goes back
+/// to the writer marked, so the run stops instead of waiting for it.
 fn work_loop<S, W>(
+    name: &str,
     work: &Receiver<Numbered<S>>,
     done: &Sender<Numbered<S>>,
     new_worker: &impl Fn() -> W,
     transform: &impl Fn(&mut W, &mut S),
-) -> W {
-    let mut state = new_worker();
+) -> Result<W, Panicked> {
+    let mut state = catch_unwind(AssertUnwindSafe(new_worker))
+        .map_err(|payload| Panicked::from_payload(name, &*payload))?;
     for mut item in work.iter() {
-        transform(&mut state, &mut item.slot);
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| transform(&mut state, &mut item.slot))) {
+            let panicked = Panicked::from_payload(name, &*payload);
+            item.panicked = Some(panicked.clone());
+            let _ = done.send(item);
+            return Err(panicked);
+        }
         if done.send(item).is_err() {
             break;
         }
     }
-    state
+    Ok(state)
 }
 
 /// Drains slots in sequence order; on error, returns at once (dropping the
-/// receivers unblocks the reader and the workers).
-fn write_loop<S, E>(
+/// receivers unblocks the reader and the workers). Returns the slots drained.
+fn write_loop<S, E: From<Panicked>>(
     done: Receiver<Numbered<S>>,
     free: &Sender<S>,
     drain: &mut impl FnMut(&mut S) -> Result<(), E>,
-) -> Result<(), E> {
+) -> Result<u64, E> {
     let mut pending = BTreeMap::new();
     let mut next = 0u64;
     for item in done.iter() {
+        if let Some(panicked) = item.panicked {
+            return Err(E::from(panicked));
+        }
         pending.insert(item.seq, item.slot);
         while let Some(mut slot) = pending.remove(&next) {
             drain(&mut slot)?;
@@ -125,17 +189,40 @@ fn write_loop<S, E>(
             let _ = free.send(slot);
         }
     }
-    Ok(())
+    Ok(next)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
     use super::*;
+
+    #[derive(Debug, PartialEq)]
+    enum Stop {
+        Failed(&'static str),
+        Panicked(Panicked),
+    }
+
+    impl From<Panicked> for Stop {
+        fn from(p: Panicked) -> Self {
+            Self::Panicked(p)
+        }
+    }
+
+    /// Runs `f` on a thread and fails the test if it has not returned within
+    /// ten seconds (a hang), instead of hanging the test run.
+    fn within_seconds<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || tx.send(f()));
+        rx.recv_timeout(Duration::from_secs(10)).expect("the pipeline hung")
+    }
 
     fn run(workers: usize, slots: usize, items: u64) -> (Vec<u64>, usize) {
         let mut next = 0u64;
         let mut seen = Vec::new();
-        let (states, result) = run_ordered::<_, u64, (), _, _, _, _>(
+        let (states, result) = run_ordered::<_, u64, Stop, _, _, _, _>(
             vec![0u64; slots],
             workers,
             |slot| {
@@ -171,35 +258,107 @@ mod tests {
 
     #[test]
     fn a_drain_error_stops_everything() {
-        let mut n = 0;
-        let (_, result) = run_ordered::<_, (), &str, _, _, _, _>(
-            vec![(); 4],
-            2,
-            |_| Ok(true), // endless input: only the error can stop it
-            || (),
-            |_, _| (),
-            |_| {
-                n += 1;
-                if n == 50 { Err("disk full") } else { Ok(()) }
-            },
-        );
-        assert_eq!(result.err(), Some("disk full"));
+        let result = within_seconds(|| {
+            let mut n = 0;
+            run_ordered::<_, (), Stop, _, _, _, _>(
+                vec![(); 4],
+                2,
+                |_| Ok(true), // endless input: only the error can stop it
+                || (),
+                |_, _| (),
+                |_| {
+                    n += 1;
+                    if n == 50 { Err(Stop::Failed("disk full")) } else { Ok(()) }
+                },
+            )
+            .1
+        });
+        assert_eq!(result.err(), Some(Stop::Failed("disk full")));
     }
 
     #[test]
     fn a_fill_error_is_returned() {
-        let mut n = 0;
-        let (_, result) = run_ordered::<_, (), &str, _, _, _, _>(
-            vec![(); 2],
-            2,
-            |_| {
-                n += 1;
-                if n == 10 { Err("unreadable page") } else { Ok(true) }
-            },
-            || (),
-            |_, _| (),
-            |_| Ok(()),
+        let result = within_seconds(|| {
+            let mut n = 0;
+            run_ordered::<_, (), Stop, _, _, _, _>(
+                vec![(); 2],
+                2,
+                |_| {
+                    n += 1;
+                    if n == 10 { Err(Stop::Failed("unreadable page")) } else { Ok(true) }
+                },
+                || (),
+                |_, _| (),
+                |_| Ok(()),
+            )
+            .1
+        });
+        assert_eq!(result.err(), Some(Stop::Failed("unreadable page")));
+    }
+
+    /// A worker panicking on one slot, among other workers that go on, on
+    /// endless input: the run must stop with the panic, not wait forever
+    /// for the slot that never comes back.
+    #[test]
+    fn a_worker_panic_stops_the_run_whatever_the_worker_count() {
+        for (workers, at) in [(1, 0), (1, 7), (2, 3), (4, 11), (8, 40)] {
+            let result = within_seconds(move || {
+                let mut n = 0u64;
+                run_ordered::<_, (), Stop, _, _, _, _>(
+                    vec![0u64; 4 * workers + 4],
+                    workers,
+                    |slot| {
+                        (*slot, n) = (n, n + 1);
+                        Ok(true) // endless
+                    },
+                    || (),
+                    |_, slot| assert!(*slot != at, "bad page {at}"),
+                    |_| Ok(()),
+                )
+                .1
+            });
+            match result {
+                Err(Stop::Panicked(p)) => {
+                    assert!(p.thread.starts_with("vmdump-worker-"), "{p:?}");
+                    assert_eq!(p.message, format!("bad page {at}"));
+                }
+                other => panic!("{workers} workers, panic at {at}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_reader_panic_or_a_worker_that_cannot_start_is_an_error() {
+        let read = within_seconds(|| {
+            run_ordered::<_, (), Stop, _, _, _, _>(
+                vec![(); 2],
+                2,
+                |_| panic!("torn"),
+                || (),
+                |_, _| (),
+                |_| Ok(()),
+            )
+            .1
+        });
+        assert!(
+            matches!(&read, Err(Stop::Panicked(p)) if p.thread == "vmdump-reader" && p.message == "torn")
         );
-        assert_eq!(result.err(), Some("unreadable page"));
+        let start = within_seconds(|| {
+            let mut n = 0;
+            let (states, ended) = run_ordered::<_, u32, Stop, _, _, _, _>(
+                vec![(); 2],
+                3,
+                |_| {
+                    n += 1;
+                    Ok(n < 100)
+                },
+                || panic!("no context"),
+                |_, _| (),
+                |_| Ok(()),
+            );
+            (states.len(), ended)
+        });
+        assert_eq!(start.0, 0);
+        assert!(matches!(&start.1, Err(Stop::Panicked(p)) if p.message == "no context"), "{:?}", start.1);
     }
 }

@@ -2,13 +2,22 @@
 """Reads every RAM page of an ELF vmcore back from a dump with libkdumpfile
 (python3-libkdumpfile), a reader vmdump did not write, and compares bytes.
 
-usage: compare_dump.py DUMP ELF [--excluded-ok]
+usage: compare_dump.py DUMP ELF [--excluded-ok] [--lost-ok] [--truncated-at BYTES]
 
 Prints one JSON line: pages compared, equal, different (first pfns), missing
 (pages the dump does not have; an error unless --excluded-ok), and the
 dump's attributes that tests check (arch.name, linux.uts.*; null when
 libkdumpfile has no value). Exits 1 on any difference. The ELF helpers are
 shared with drgn_compare.py.
+
+Pages libkdumpfile refuses as corrupt (a lost page of an incomplete dump:
+set in the 2nd bitmap, its descriptor all zero) count as "refused", an
+error unless --lost-ok.
+
+--truncated-at BYTES: the ELF was truncated to BYTES while it was dumped.
+Pages whose bytes lie wholly before BYTES must be in the dump; the others
+count as "beyond" (and "beyond_present" if the dump still has them,
+read before the truncation).
 """
 import json
 import struct
@@ -78,10 +87,25 @@ def attributes(dump):
     return values
 
 
+def file_end(loads, pfn):
+    """One past the last file byte that page `pfn` is read from (0: none)."""
+    start = pfn * PAGE
+    for paddr, off, filesz, memsz in loads:
+        if paddr <= start < paddr + memsz:
+            return off + min(start + PAGE, paddr + filesz) - paddr if start < paddr + filesz else 0
+    return 0
+
+
 def main():
     import kdumpfile
     dump_path, elf_path = sys.argv[1], sys.argv[2]
     excluded_ok = "--excluded-ok" in sys.argv[3:]
+    lost_ok = "--lost-ok" in sys.argv[3:]
+    refused = []
+    truncated_at = None
+    if "--truncated-at" in sys.argv[3:]:
+        truncated_at = int(sys.argv[sys.argv.index("--truncated-at") + 1])
+    beyond, beyond_present, readable_missing = 0, 0, []
     dump = kdumpfile.kdumpfile(dump_path)
     max_pfn = int(dump.attr["max_pfn"])
     equal, different, missing = 0, [], []
@@ -90,11 +114,17 @@ def main():
         pfns = ram_pfns(loads, max_pfn)
         for pfn in pfns:
             _, expected = elf_page(f, loads, pfn)
+            is_beyond = truncated_at is not None and file_end(loads, pfn) > truncated_at
+            beyond += is_beyond
             try:
                 got = dump.read(kdumpfile.KDUMP_MACHPHYSADDR, pfn * PAGE, PAGE)
-            except kdumpfile.exceptions.NoDataException:
-                missing.append(pfn)
+            except (kdumpfile.exceptions.NoDataException, kdumpfile.exceptions.CorruptException) as e:
+                is_lost = isinstance(e, kdumpfile.exceptions.CorruptException)
+                (refused if is_lost else missing).append(pfn)
+                if truncated_at is not None and not is_beyond:
+                    readable_missing.append(pfn)
                 continue
+            beyond_present += is_beyond
             if bytes(got) == expected:
                 equal += 1
             else:
@@ -108,10 +138,16 @@ def main():
         "first_different": [hex(p) for p in different[:8]],
         "missing": len(missing),
         "first_missing": [hex(p) for p in missing[:8]],
+        "refused": len(refused),
+        "first_refused": [hex(p) for p in refused[:8]],
         "attrs": attributes(dump),
     }
+    if truncated_at is not None:
+        result.update(beyond=beyond, beyond_present=beyond_present,
+                      readable_missing=len(readable_missing),
+                      first_readable_missing=[hex(p) for p in readable_missing[:8]])
     print(json.dumps(result))
-    failed = different or (missing and not excluded_ok)
+    failed = different or (missing and not excluded_ok) or (refused and not lost_ok) or readable_missing
     sys.exit(1 if failed else 0)
 
 

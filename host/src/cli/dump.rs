@@ -188,19 +188,19 @@ fn print_outcome(args: &DumpArgs, report: &DumpReport) -> std::io::Result<()> {
         } else {
             Box::new(std::io::stdout())
         };
-        match &report.incomplete {
-            Some(_) => writeln!(out, "\nThis is an incomplete dumpfile, but might analyzable.\n")?,
-            None if args.output == Path::new("-") => writeln!(out, "\nThe dumpfile is saved to STDOUT.\n")?,
-            None if !args.split_outputs.is_empty() => {
+        match report.is_incomplete() {
+            true => writeln!(out, "\nThis is an incomplete dumpfile, but might analyzable.\n")?,
+            false if args.output == Path::new("-") => writeln!(out, "\nThe dumpfile is saved to STDOUT.\n")?,
+            false if !args.split_outputs.is_empty() => {
                 let names: Vec<String> = args.split_outputs.iter().map(|p| p.display().to_string()).collect();
                 let (last, rest) = names.split_last().expect("at least two pieces");
                 writeln!(out, "\nThe dumpfiles are saved to {}, and {last}.\n", rest.join(", "))?
             }
-            None => writeln!(out, "\nThe dumpfile is saved to {}.\n", args.output.display())?,
+            false => writeln!(out, "\nThe dumpfile is saved to {}.\n", args.output.display())?,
         }
         writeln!(out, "makedumpfile Completed.")?;
     }
-    if level & 4 != 0 && (report.is_degraded() || report.incomplete.is_some()) {
+    if level & 4 != 0 && (report.is_degraded() || report.is_incomplete()) {
         write!(err, "{}", report.vmdump_text())?;
     }
     Ok(())
@@ -253,7 +253,7 @@ pub fn run_with(
     };
     print_outcome(args, &report)?;
     Ok(match () {
-        () if report.incomplete.is_some() => Outcome::Incomplete,
+        () if report.is_incomplete() => Outcome::Incomplete,
         () if report.is_degraded() => Outcome::Degraded,
         () => Outcome::Success,
     })

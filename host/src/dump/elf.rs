@@ -111,7 +111,10 @@ impl<'p> Segments<'p> {
 }
 
 /// Feeds one encoded slot to `segments`, calling `closed` for each segment
-/// it completes. Returns the bytes of data the slot holds.
+/// it completes. Returns the bytes of data the slot holds. A lost page
+/// keeps its place in its segment, as zeros (an ELF core has no way to say
+/// a page is missing but to split the segment, which the first pass did
+/// not count); the file header then says incomplete.
 fn feed(segments: &mut Segments<'_>, slot: &Slot, data_at: u64, mut closed: impl FnMut(Segment)) -> u64 {
     let mut offset = data_at;
     for (pfn, record) in (slot.pages.first_pfn()..).zip(&slot.records) {
@@ -119,6 +122,11 @@ fn feed(segments: &mut Segments<'_>, slot: &Slot, data_at: u64, mut closed: impl
             PageRecord::Stored { len, .. } => {
                 let done = segments.page(pfn, offset);
                 offset += u64::from(len);
+                done
+            }
+            PageRecord::Lost => {
+                let done = segments.page(pfn, offset);
+                offset += segments.page_size;
                 done
             }
             PageRecord::Zero | PageRecord::Excluded => segments.gap(),
@@ -138,7 +146,7 @@ fn count_segments(plan: &Plan<'_>) -> Result<(u64, u64, Counts), DumpError> {
         let pass = Pass { piece: None, threads: plan.run().threads, encode: false };
         let (counts, ran) = run_pages(plan, pass, |slot| {
             super::check_interrupt(plan)?;
-            pages += slot.records.iter().filter(|r| matches!(r, PageRecord::Stored { .. })).count() as u64;
+            pages += pages_in(slot);
             feed(&mut segments, slot, 0, |_| {});
             Ok(())
         })?;
@@ -192,14 +200,39 @@ impl ElfOut<'_, '_> {
     }
 
     fn write_slot(&mut self, slot: &Slot) -> Result<(), DumpError> {
-        self.sink.write_at(self.data_end, &slot.data)?;
+        self.write_data(slot)?;
         let (segments, phdrs) = (&mut self.segments, &mut self.phdrs);
         let mut closed = Vec::new();
         self.data_end += feed(segments, slot, self.data_end, |seg| closed.push(seg));
         closed.iter().for_each(|seg| phdrs.extend_from_slice(&segments.header(seg)));
-        self.pages += slot.records.iter().filter(|r| matches!(r, PageRecord::Stored { .. })).count() as u64;
+        self.pages += pages_in(slot);
         if self.phdrs.len() >= PHDR_CACHE * ELF64_PHDR_SIZE {
             self.flush_phdrs()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the slot's data: in one write, or, when it has lost pages,
+    /// piece by piece with a zero page in place of each.
+    fn write_data(&mut self, slot: &Slot) -> Result<(), DumpError> {
+        if !slot.records.contains(&PageRecord::Lost) {
+            return Ok(self.sink.write_at(self.data_end, &slot.data)?);
+        }
+        let zero = vec![0u8; self.segments.page_size as usize];
+        let (mut at, mut from) = (self.data_end, 0);
+        for record in &slot.records {
+            match *record {
+                PageRecord::Stored { len, .. } => {
+                    let len = len as usize;
+                    self.sink.write_at(at, &slot.data[from..from + len])?;
+                    (at, from) = (at + len as u64, from + len);
+                }
+                PageRecord::Lost => {
+                    self.sink.write_at(at, &zero)?;
+                    at += zero.len() as u64;
+                }
+                PageRecord::Zero | PageRecord::Excluded => {}
+            }
         }
         Ok(())
     }
@@ -235,6 +268,11 @@ impl ElfOut<'_, '_> {
     }
 }
 
+/// The pages of a slot that take room in the file.
+fn pages_in(slot: &Slot) -> u64 {
+    slot.records.iter().filter(|r| matches!(r, PageRecord::Stored { .. } | PageRecord::Lost)).count() as u64
+}
+
 /// Dumps what `plan` says into `sink` as an ELF64 core.
 ///
 /// # Errors
@@ -267,12 +305,8 @@ pub(super) fn dump_elf(plan: &Plan<'_>, sink: &mut dyn Sink) -> Result<DumpRepor
     })?;
     progress.finish();
     let incomplete = cut_short(ran, plan)?;
-    let (pages_in_file, bytes_written) = out.finish(incomplete.is_some())?;
-    Ok(DumpReport::new(plan, excluded, ram.max_pfn(), pages_in_file, incomplete).with_run(
-        plan,
-        counts.encode,
-        bytes_written,
-        counts.mmap_fallback,
-        Some(classify_seconds),
-    ))
+    let (pages_in_file, bytes_written) = out.finish(incomplete.is_some() || !counts.lost.is_empty())?;
+    Ok(DumpReport::new(plan, excluded, ram.max_pfn(), pages_in_file, incomplete)
+        .with_run(plan, counts.encode, bytes_written, counts.mmap_fallback, Some(classify_seconds))
+        .with_lost(counts.lost))
 }

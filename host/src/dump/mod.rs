@@ -10,6 +10,7 @@
 
 mod bitmaps;
 mod elf;
+mod lost;
 mod pipeline;
 mod report;
 mod slot;
@@ -23,6 +24,7 @@ use vmdump_format::kdump::{DiskDumpHeader, KdumpWriter, Layout, Preamble, SubHea
 use vmdump_format::machine::Machine;
 
 use bitmaps::write_bitmaps;
+pub use lost::LostPages;
 use pipeline::{Pass, cut_short, run_pages};
 pub use report::DumpReport;
 pub use slot::{Slot, Worker};
@@ -58,6 +60,9 @@ pub enum DumpError {
     /// A signal ([`crate::interrupt`]) stopped the dump.
     #[error("interrupted by {}", crate::interrupt::name(*.0))]
     Interrupted(i32),
+    /// A pipeline thread panicked (a bug in vmdump): the run stopped.
+    #[error("internal error: {0}")]
+    Panicked(#[from] crate::pool::Panicked),
     /// A broken invariant: a bug in vmdump.
     #[error("internal error: {0}")]
     Internal(String),
@@ -296,11 +301,7 @@ fn dump_kdump(
         if incomplete.is_some() { writer.close_incomplete()? } else { (writer.pages(), writer.finish()?) };
     let mut excluded = pass.excluded;
     excluded.absorb(counts.content);
-    Ok(DumpReport::new(plan, excluded, pass.layout.max_mapnr, pages_in_file, incomplete).with_run(
-        plan,
-        counts.encode,
-        bytes_written,
-        counts.mmap_fallback,
-        Some(pass.seconds),
-    ))
+    Ok(DumpReport::new(plan, excluded, pass.layout.max_mapnr, pages_in_file, incomplete)
+        .with_run(plan, counts.encode, bytes_written, counts.mmap_fallback, Some(pass.seconds))
+        .with_lost(counts.lost))
 }

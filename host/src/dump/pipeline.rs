@@ -5,6 +5,7 @@
 
 use std::ops::Range;
 
+use super::lost::LostPages;
 use super::{DumpError, Slot, Worker, reader_ranges};
 use crate::codec::{Codec, EncodeStats, PageEncoder};
 use crate::exclude::{Counts, ExcludeError};
@@ -32,6 +33,8 @@ pub struct PassCounts {
     pub encode: EncodeStats,
     /// Why mmap was given up for pread, if it was.
     pub mmap_fallback: Option<String>,
+    /// The pages that could not be read, among those drained.
+    pub lost: LostPages,
 }
 
 /// Runs the kept pages of the plan through the workers. Returns the counts
@@ -42,7 +45,7 @@ pub struct PassCounts {
 pub fn run_pages(
     plan: &Plan<'_>,
     pass: Pass,
-    drain: impl FnMut(&mut Slot) -> Result<(), DumpError>,
+    mut drain: impl FnMut(&mut Slot) -> Result<(), DumpError>,
 ) -> Result<(PassCounts, Result<(), DumpError>), DumpError> {
     let (run, input) = (plan.run(), plan.input());
     let sparse = plan.exclusion().metadata().is_some();
@@ -50,13 +53,17 @@ pub fn run_pages(
     let mut reader = BatchReader::new(input, ranges, run.batch_pages, run.read_mode, sparse);
     let slots = (0..4 * pass.threads + 4).map(|_| Slot::default()).collect();
     let codec = plan.codec().filter(|_| pass.encode);
+    let mut lost = LostPages::default();
     let (workers, ran) = crate::pool::run_ordered(
         slots,
         pass.threads,
         |slot: &mut Slot| reader.fill(&mut slot.pages),
         || Worker::new(codec.map_or_else(PageEncoder::raw, Codec::encoder), plan.exclusion().content_stage()),
         |worker: &mut Worker<'_>, slot: &mut Slot| worker.encode(slot),
-        drain,
+        |slot: &mut Slot| {
+            lost.note(slot);
+            drain(slot)
+        },
     );
     let (mut content, mut encode) = (Counts::default(), EncodeStats::default());
     for worker in &workers {
@@ -68,6 +75,7 @@ pub fn run_pages(
         content,
         encode,
         mmap_fallback: reader.mmap_failure().map(|e| e.to_string()),
+        lost,
     };
     Ok((counts, ran))
 }

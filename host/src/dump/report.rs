@@ -7,6 +7,8 @@ use crate::codec::{Codec, EncodeStats};
 use crate::exclude::Counts;
 use crate::plan::Plan;
 
+use super::LostPages;
+
 /// The counts of one dump.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DumpReport {
@@ -42,6 +44,9 @@ pub struct DumpReport {
     pub plugin_failure: Option<String>,
     /// Why mmap was given up for pread, if it was.
     pub mmap_fallback: Option<String>,
+    /// Pages that could not be read from the input: recorded as lost, the
+    /// file flagged incomplete.
+    pub lost: LostPages,
 }
 
 impl DumpReport {
@@ -71,7 +76,20 @@ impl DumpReport {
             compressor: plan.codec().map(|c| c.name().to_owned()),
             plugin_failure: plan.codec().and_then(Codec::failure).map(|e| e.to_string()),
             mmap_fallback: None,
+            lost: LostPages::default(),
         }
+    }
+
+    /// With the pages the run lost.
+    pub(super) fn with_lost(mut self, lost: LostPages) -> Self {
+        self.lost = lost;
+        self
+    }
+
+    /// Whether the file is flagged incomplete: the dump stopped short, or
+    /// pages of the input could not be read.
+    pub fn is_incomplete(&self) -> bool {
+        self.incomplete.is_some() || !self.lost.is_empty()
     }
 
     /// With what the pipeline counted: the encoders, the bytes written,
@@ -106,6 +124,7 @@ impl DumpReport {
         self.encode += piece.encode;
         self.bytes_written += piece.bytes_written;
         self.incomplete = self.incomplete.take().or(piece.incomplete);
+        self.lost.absorb(piece.lost);
         self.plugin_failure = self.plugin_failure.take().or(piece.plugin_failure);
         self.mmap_fallback = self.mmap_fallback.take().or(piece.mmap_fallback);
     }
@@ -198,6 +217,14 @@ impl DumpReport {
                 "ERROR: the dump is incomplete ({why}): it holds the first {} pages and is flagged \
                  incomplete; readers open it",
                 self.pages_in_file
+            );
+        }
+        if !self.lost.is_empty() {
+            let _ = writeln!(
+                t,
+                "ERROR: {}. They are recorded as lost (readers refuse them) and the dump is flagged \
+                 incomplete; every other page is in it",
+                self.lost.describe()
             );
         }
         if let Some(failure) = &self.plugin_failure {

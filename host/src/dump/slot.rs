@@ -42,10 +42,29 @@ impl<'c> Worker<'c> {
     }
 
     /// Encodes every page of the slot, then lets go of its input window.
+    /// Pages that could not be read become [`PageRecord::Lost`]; if a page
+    /// of the window faults while the batch is encoded, the whole batch is
+    /// lost (what was encoded may hold zeros that are not the file's).
     pub fn encode(&mut self, slot: &mut Slot) {
+        slot.pages.settle();
+        self.encode_pages(slot);
+        if !slot.pages.still_whole() {
+            slot.pages.lose_all("a mapped page faulted while its batch was encoded (the file shrank?)");
+            self.encode_pages(slot);
+        }
+        slot.pages.release_input();
+    }
+
+    fn encode_pages(&mut self, slot: &mut Slot) {
         slot.records.clear();
         slot.data.clear();
+        let mut lost = slot.pages.lost().iter().peekable();
         for index in 0..slot.pages.len() {
+            while lost.next_if(|r| r.end <= index).is_some() {}
+            if lost.peek().is_some_and(|r| r.contains(&index)) {
+                slot.records.push(PageRecord::Lost);
+                continue;
+            }
             let page = slot.pages.page(index);
             let pfn = slot.pages.first_pfn() + index as u64;
             let record = match self.content.judge(pfn, page) {
@@ -62,6 +81,5 @@ impl<'c> Worker<'c> {
             };
             slot.records.push(record);
         }
-        slot.pages.release_input();
     }
 }

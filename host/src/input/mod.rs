@@ -7,12 +7,14 @@
 //! address translation, and a [`PageSource`] that the [`BatchReader`] cuts
 //! into batches (for a vmcore: mmap windows with a pread fallback).
 
+mod fault;
 mod kdump;
 mod reader;
 mod window;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use vmdump_format::elf::{ElfVmcore, Endian, LoadSegment, Notes};
 use vmdump_format::phys::PhysMap;
@@ -112,7 +114,9 @@ pub enum InputError {
 /// An opened, parsed ELF vmcore.
 pub struct Vmcore {
     path: PathBuf,
-    file: File,
+    file: Arc<File>,
+    /// The size when it was opened, which the program headers were checked against.
+    size: u64,
     elf: ElfVmcore,
     phys: PhysMap,
     info: Option<VmcoreInfo>,
@@ -132,17 +136,18 @@ impl Vmcore {
         let info = elf.vmcoreinfo().map_err(format)?;
         let page_size = info.as_ref().and_then(VmcoreInfo::page_size).unwrap_or(4096);
         let phys = PhysMap::new(&elf.loads, page_size).map_err(format)?;
-        Ok(Self { path: path.into(), file, elf, phys, info, page_size })
+        let size = file.size();
+        Ok(Self { path: path.into(), file: Arc::new(file), size, elf, phys, info, page_size })
     }
 
     /// The open file.
-    pub fn file(&self) -> &File {
+    pub fn file(&self) -> &Arc<File> {
         &self.file
     }
 
-    /// Size of the file in bytes.
+    /// Size of the file in bytes when it was opened (it may have shrunk since).
     pub fn file_size(&self) -> u64 {
-        self.file.size()
+        self.size
     }
 
     /// Program headers and notes.

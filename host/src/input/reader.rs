@@ -7,7 +7,13 @@
 //! ending mid-page, or beyond `p_filesz`) travel alone, zero-filled.
 //! mmap is tried first unless disabled; the first failure switches the
 //! rest of the run to pread (as makedumpfile does with /proc/vmcore).
+//!
+//! A page that cannot be read (pread fails or comes short, or the mapped
+//! page faults: the file shrank, the kernel refused the page) is marked
+//! lost in its batch, and the batch goes on: the dump records it as lost
+//! rather than losing the whole dump.
 
+use std::fs::File;
 use std::io;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
@@ -57,6 +63,10 @@ pub struct PageBatch {
     window: Option<Arc<Window>>,
     window_start: usize,
     buf: Vec<u8>,
+    /// Page indices that could not be read (increasing, disjoint).
+    lost: Vec<Range<usize>>,
+    /// Why the first of them could not be.
+    lost_cause: Option<String>,
 }
 
 impl PageBatch {
@@ -75,13 +85,63 @@ impl PageBatch {
         self.count == 0
     }
 
-    /// The bytes of page `index` of the batch.
+    /// The bytes of page `index` of the batch (zeros for a lost page).
     pub fn page(&self, index: usize) -> &[u8] {
         let at = index * self.page_size;
+        &self.bytes()[at..at + self.page_size]
+    }
+
+    /// The pages that could not be read, as index ranges.
+    pub fn lost(&self) -> &[Range<usize>] {
+        &self.lost
+    }
+
+    /// Why the first lost page could not be read.
+    pub fn lost_cause(&self) -> Option<&str> {
+        self.lost_cause.as_deref()
+    }
+
+    fn bytes(&self) -> &[u8] {
+        let len = self.count * self.page_size;
         match &self.window {
-            Some(w) => &w.bytes()[self.window_start + at..self.window_start + at + self.page_size],
-            None => &self.buf[at..at + self.page_size],
+            Some(w) => &w.bytes()[self.window_start..self.window_start + len],
+            None => &self.buf[..len],
         }
+    }
+
+    /// Makes sure the bytes of a batch borrowed from a mapped window are the
+    /// file's: touches each page (a page that faults then reads as zero and
+    /// the window records it), and if any of them faulted, reads the batch
+    /// again with pread into its own buffer, marking the pages that cannot
+    /// be read as lost. Called by the worker before it reads the pages.
+    pub fn settle(&mut self) {
+        let Some(window) = self.window.clone() else { return };
+        let pages = self.bytes();
+        // One byte a page is enough: a page faults whole. After the first
+        // fault, pread tells about the rest.
+        let faulted = pages.chunks(self.page_size.max(1)).any(|page| {
+            std::hint::black_box(page[0]);
+            window.faulted_within(page)
+        });
+        if faulted || window.faulted_within(pages) {
+            let offset = window.offset() + self.window_start as u64;
+            let (first_pfn, count, page_size) = (self.first_pfn, self.count, self.page_size);
+            self.read_owned(window.file(), offset, first_pfn, count, page_size);
+        }
+    }
+
+    /// Whether the pages the worker read are still the file's: `false` when
+    /// a page of the batch faulted after [`PageBatch::settle`] (the file
+    /// shrank while it was being encoded).
+    pub fn still_whole(&self) -> bool {
+        self.window.as_ref().is_none_or(|w| !w.faulted_within(self.bytes()))
+    }
+
+    /// Marks every page of the batch lost.
+    pub fn lose_all(&mut self, cause: &str) {
+        self.lost.clear();
+        self.lost.push(0..self.count);
+        self.lost_cause = Some(cause.into());
     }
 
     /// Drops the reference to the input window once the pages are encoded,
@@ -95,6 +155,8 @@ impl PageBatch {
     fn reset(&mut self, first_pfn: u64, count: usize, page_size: usize) {
         (self.first_pfn, self.count, self.page_size) = (first_pfn, count, page_size);
         self.window = None;
+        self.lost.clear();
+        self.lost_cause = None;
     }
 
     /// Makes the batch `count` pages from `first_pfn` held in its own
@@ -104,6 +166,67 @@ impl PageBatch {
         self.buf.resize(count * page_size, 0);
         &mut self.buf
     }
+
+    /// Marks page `index` lost (pages are marked in increasing order).
+    fn mark_lost(&mut self, index: usize, cause: impl FnOnce() -> String) {
+        match self.lost.last_mut() {
+            Some(last) if last.end == index => last.end += 1,
+            _ => self.lost.push(index..index + 1),
+        }
+        if self.lost_cause.is_none() {
+            self.lost_cause = Some(cause());
+        }
+    }
+
+    /// Reads `count` pages at file `offset` into the batch's own buffer.
+    /// A page the file does not give whole (an I/O error, the end of the
+    /// file) is zero-filled and marked lost; reading goes on past an error,
+    /// and stops at the end of the file (every page after it is lost).
+    fn read_owned(&mut self, file: &File, offset: u64, first_pfn: u64, count: usize, page_size: usize) {
+        self.own_pages(first_pfn, count, page_size);
+        let mut index = 0;
+        while index < count {
+            let page_at = index * page_size;
+            match read_fully(file, &mut self.buf[page_at..count * page_size], offset + page_at as u64) {
+                Ok(()) => return,
+                Err((done, e)) => {
+                    let bad = index + done / page_size;
+                    let at = offset + (bad * page_size) as u64;
+                    let end_of_file = e.kind() == io::ErrorKind::UnexpectedEof;
+                    let last = if end_of_file { count } else { bad + 1 };
+                    for lost in bad..last {
+                        self.mark_lost(lost, || {
+                            if end_of_file {
+                                format!(
+                                    "the file ends before offset {:#x} (it shrank?)",
+                                    at + page_size as u64
+                                )
+                            } else {
+                                format!("file offset {at:#x}: {e}")
+                            }
+                        });
+                    }
+                    self.buf[bad * page_size..last * page_size].fill(0);
+                    index = last;
+                }
+            }
+        }
+    }
+}
+
+/// Fills `buf` from `offset`. On failure returns how many bytes were read
+/// and the error (`UnexpectedEof` at the end of the file).
+fn read_fully(file: &File, buf: &mut [u8], offset: u64) -> Result<(), (usize, io::Error)> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => return Err((done, io::ErrorKind::UnexpectedEof.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err((done, e)),
+        }
+    }
+    Ok(())
 }
 
 /// Where the pages of an input come from: fills batches on the reader thread.
@@ -186,7 +309,7 @@ pub struct ElfPages<'v> {
 
 impl PageSource for ElfPages<'_> {
     fn fill(&mut self, run: &PageRun, pfn: u64, limit: u64, batch: &mut PageBatch) -> Result<u64, ReadError> {
-        self.fill_from(run, pfn, limit, batch)
+        Ok(self.fill_from(run, pfn, limit, batch))
     }
 
     fn mmap_failure(&self) -> Option<&io::Error> {
@@ -210,70 +333,56 @@ impl<'v> ElfPages<'v> {
     }
 
     /// Puts up to `limit` pages from `pfn` into `batch`; returns how many.
-    fn fill_from(
-        &mut self,
-        run: &PageRun,
-        pfn: u64,
-        limit: u64,
-        batch: &mut PageBatch,
-    ) -> Result<u64, ReadError> {
+    fn fill_from(&mut self, run: &PageRun, pfn: u64, limit: u64, batch: &mut PageBatch) -> u64 {
         let ps = self.vmcore.page_size() as usize;
         let whole = self.whole_pages(run, pfn, limit);
         if whole == 0 {
-            batch.reset(pfn, 1, ps);
-            batch.buf.resize(ps, 0);
-            self.vmcore
-                .phys()
-                .read_page(self.vmcore.file(), pfn, &mut batch.buf)
-                .map_err(|e| self.error(pfn, 1, 0, io::Error::other(e.to_string())))?;
-            return Ok(1);
+            let buf = batch.own_pages(pfn, 1, ps);
+            buf.fill(0);
+            if let Err(e) = self.vmcore.phys().read_page(&**self.vmcore.file(), pfn, buf) {
+                batch.mark_lost(0, || e.to_string());
+            }
+            return 1;
         }
         let offset = run.segment.file_offset + (pfn * ps as u64 - run.segment.paddr);
-        Ok(self.map_or_read(batch, pfn, whole as usize, offset)? as u64)
+        self.map_or_read(batch, pfn, whole as usize, offset) as u64
     }
 
     /// Points `batch` at up to `count` pages from file `offset`, through a
     /// window when mmap works, else by pread. Returns the pages taken.
-    fn map_or_read(
-        &mut self,
-        batch: &mut PageBatch,
-        pfn: u64,
-        count: usize,
-        offset: u64,
-    ) -> Result<usize, ReadError> {
+    fn map_or_read(&mut self, batch: &mut PageBatch, pfn: u64, count: usize, offset: u64) -> usize {
         let ps = self.vmcore.page_size() as usize;
         if let Some((window, start, pages)) = self.window_for(offset, count * ps) {
             batch.reset(pfn, pages, ps);
             (batch.window, batch.window_start) = (Some(window), start);
-            return Ok(pages);
+            return pages;
         }
-        batch.reset(pfn, count, ps);
-        batch.buf.resize(count * ps, 0);
-        self.vmcore
-            .file()
-            .read_exact_at(&mut batch.buf, offset)
-            .map_err(|e| self.error(pfn, count as u64, offset, e))?;
-        Ok(count)
+        batch.read_owned(self.vmcore.file(), offset, pfn, count, ps);
+        count
     }
 
     /// A window holding the start of `[offset, offset + len)`: the current
     /// one, or a new one mapped there. Returns it with the start of the
-    /// range inside it and the whole pages it holds. `None` in pread mode.
+    /// range inside it and the whole pages it holds. `None` in pread mode,
+    /// which the first failure to map switches to for the rest of the run,
+    /// as does a window that faulted (the file shrank, or pages of it
+    /// cannot be read: pread tells which).
     fn window_for(&mut self, offset: u64, len: usize) -> Option<(Arc<Window>, usize, usize)> {
         let ReadMode::Mmap { window_bytes } = self.mode else { return None };
+        if let Some(faulted) = self.window.as_ref().filter(|w| w.faulted()) {
+            let at = faulted.offset();
+            return self.give_up_mmap(io::Error::other(format!(
+                "a page of the window at file offset {at:#x} could not be read (SIGBUS)"
+            )));
+        }
         let ps = self.vmcore.page_size() as usize;
         let covers =
             |w: &Window| offset >= w.offset() && offset + ps as u64 <= w.offset() + w.bytes().len() as u64;
         if !self.window.as_deref().is_some_and(covers) {
-            let map_len = (window_bytes.max(len) as u64).min(self.vmcore.file_size() - offset) as usize;
-            match Window::map(self.vmcore.file(), offset, map_len, self.populate) {
+            let map_len = (window_bytes.max(len) as u64).min(self.vmcore.file_size().saturating_sub(offset));
+            match Window::map(self.vmcore.file(), offset, map_len as usize, self.populate) {
                 Ok(w) => self.window = Some(Arc::new(w)),
-                Err(e) => {
-                    self.mode = ReadMode::Pread;
-                    self.window = None;
-                    self.mmap_failure = Some(e);
-                    return None;
-                }
+                Err(e) => return self.give_up_mmap(e),
             }
         }
         let window = self.window.clone()?;
@@ -282,7 +391,11 @@ impl<'v> ElfPages<'v> {
         Some((window, start, pages))
     }
 
-    fn error(&self, first_pfn: u64, pages: u64, offset: u64, cause: io::Error) -> ReadError {
-        ReadError { path: self.vmcore.path().into(), first_pfn, end_pfn: first_pfn + pages, offset, cause }
+    /// Switches the rest of the run to pread.
+    fn give_up_mmap<T>(&mut self, why: io::Error) -> Option<T> {
+        self.mode = ReadMode::Pread;
+        self.window = None;
+        self.mmap_failure = Some(why);
+        None
     }
 }

@@ -74,7 +74,7 @@ impl Checker<'_, '_> {
     /// Reads the source page into `src_page`; `None` if the source has no RAM there.
     fn source_page(&mut self, pfn: u64) -> Option<bool> {
         let vmcore = self.source?;
-        match vmcore.phys().read_page(vmcore.file(), pfn, &mut self.src_page) {
+        match vmcore.phys().read_page(&**vmcore.file(), pfn, &mut self.src_page) {
             Ok(is_ram) => Some(is_ram),
             Err(e) => {
                 self.problems.push(format!("pfn {pfn:#x}: the source cannot be read: {e}"));

@@ -32,6 +32,10 @@ pub enum PageRecord {
     /// Dropped after the 1st bitmap was written (a content filter): no
     /// descriptor, clear in the 2nd bitmap, its slot unused.
     Excluded,
+    /// Meant for the dump but unreadable in the input: set in the 2nd
+    /// bitmap with an all-zero descriptor, which readers of a dump flagged
+    /// incomplete take as a lost page (§1.11); the header stays INCOMPLETE.
+    Lost,
     /// `len` bytes of the run's data, with the descriptor's compression
     /// flag (`DUMP_DH_COMPRESSED_*`, 0 for a raw page).
     Stored {
@@ -147,6 +151,7 @@ pub struct KdumpWriter<'s> {
     expected_pages: u64,
     pages: u64,
     dropped: u64,
+    lost: u64,
 }
 
 impl<'s> KdumpWriter<'s> {
@@ -178,6 +183,7 @@ impl<'s> KdumpWriter<'s> {
             expected_pages: pre.piece_pages.unwrap_or(layout.num_dumpable),
             pages: 0,
             dropped: 0,
+            lost: 0,
         };
         if pre.exclude_zero {
             writer.zero_page = Some(layout.data_offset);
@@ -209,6 +215,10 @@ impl<'s> KdumpWriter<'s> {
                 PageRecord::Excluded => {
                     self.dropped += 1;
                     continue;
+                }
+                PageRecord::Lost => {
+                    self.lost += 1;
+                    PageDesc::default()
                 }
                 PageRecord::Zero => PageDesc {
                     offset: self.zero_page.expect("zero records only when zero pages are excluded"),
@@ -261,6 +271,11 @@ impl<'s> KdumpWriter<'s> {
         self.dropped
     }
 
+    /// Pages recorded as lost (among [`KdumpWriter::pages`]).
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
     /// Closes a dump cut short by a full disk or the size limit (§1.11):
     /// the descriptors whose data is on disk, the 2nd bitmap of the pages
     /// written (the others read as excluded), and the header with the
@@ -290,8 +305,10 @@ impl<'s> KdumpWriter<'s> {
     }
 
     /// Writes what is left, then (once the rest is on disk, when the sink
-    /// syncs) the header without the INCOMPLETE flag, and closes the sink.
-    /// Returns the bytes written.
+    /// syncs) the header without the INCOMPLETE flag (unless pages were
+    /// lost: the header then stays INCOMPLETE, so that readers take their
+    /// zero descriptors as lost pages), and closes the sink. Returns the
+    /// bytes written.
     ///
     /// # Errors
     /// The sink's error.
@@ -301,6 +318,9 @@ impl<'s> KdumpWriter<'s> {
             dumpable.finish(self.sink)?;
         }
         self.sink.sync_data()?;
+        if self.lost > 0 {
+            self.header.status |= DUMP_DH_COMPRESSED_INCOMPLETE;
+        }
         self.sink.write_at(0, &self.header.encode())?;
         self.sink.finish()?;
         Ok(self.sink.bytes_written())
