@@ -98,6 +98,14 @@ info_incomplete() { "$vmdump" info "$1" 2>/dev/null | grep -E '^incomplete +: ye
 verify_full() { "$vmdump" verify --against "${2:-$vmcore}" "$1" >"$run/verify" 2>&1; }
 verify_partial() { "$vmdump" verify --allow-incomplete --against "${2:-$vmcore}" "$1" >"$run/verify" 2>&1; }
 
+# What a file left behind reads as, for failure messages.
+describe() {
+    if [[ ! -e $1 ]]; then echo absent
+    elif [[ ! -s $1 ]]; then echo "empty (0 bytes: no kdump header, vmdump info rejects it)"
+    elif info_incomplete "$1"; then echo incomplete
+    else echo "complete or unreadable"; fi
+}
+
 # judge KIND EXPECTED... : the outcome of the last launch must be one of
 # EXPECTED (complete, degraded, incomplete, removed, lost, killed); prints
 # and counts a failure otherwise.
@@ -126,7 +134,7 @@ judge() {
             esac
             ((ok)) && break
         done
-        ((ok)) || why="expected $*; got exit $rc, file $([[ -e $out ]] && { info_incomplete "$out" && echo incomplete || echo complete; } || echo absent)"
+        ((ok)) || why="expected $*; got exit $rc, file $(describe "$out")"
     fi
     [[ -n ${k_runs[$kind]+x} ]] || kinds+=("$kind")
     k_runs[$kind]=$(( ${k_runs[$kind]:-0} + 1 ))
@@ -207,7 +215,10 @@ for ((r = 1; r <= rounds; r++)); do
         judge_shim "$kind" lost
     done
 
-    if wanted tmpfs-enospc && (( $(id -u) == 0 )); then
+    if wanted tmpfs-enospc && (( $(id -u) != 0 )); then
+        echo "FAIL tmpfs-enospc: mounting a tmpfs needs root: run scripts/faults.sh as root" >&2
+        failed_cases+=(tmpfs-enospc)
+    elif wanted tmpfs-enospc; then
         if [[ -z $mnt ]]; then
             mnt=$run/tmpfs; mkdir -p "$mnt"; mount -t tmpfs -o size=8m,mode=0700 vmdump-faults "$mnt"
         fi
