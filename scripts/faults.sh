@@ -295,7 +295,16 @@ for ((r = 1; r <= rounds; r++)); do
             dump_cmd --profile "$run/profile.toml" "${base[@]}" "$vmcore" "$out"
         fi
         launch 60
-        if [[ $pmode == crash ]]; then judge "$kind" killed; else judge "$kind" degraded; fi
+        # the fault point may lie past the last page the plugin was given
+        if [[ $pmode == crash ]]; then
+            ((rc == 0)) && injected=0
+            judge "$kind" killed complete
+        elif grep -q "injected fault" "$err"; then
+            judge "$kind" degraded
+        else
+            injected=0
+            judge "$kind" complete
+        fi
     done
 
     if wanted signals; then
