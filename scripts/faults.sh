@@ -58,8 +58,10 @@ $cc -shared -fPIC -O1 -Wall -Werror -std=c11 -Isdk/include -DFAULT_FILTER \
     -o "$work/plugins/libfault_filter.so" tests/faults/fault_plugins.c
 chmod 755 "$work/plugins"  # the host refuses plugin dirs others can write
 
-mnt=""
+mnt="" main_pid=$BASHPID
 cleanup() {
+    # only the main shell cleans up (a background subshell ending must not)
+    [[ $BASHPID == "$main_pid" ]] || return 0
     if [[ -n $mnt ]]; then umount "$mnt" 2>/dev/null || true; fi
     ((keep)) || rm -rf "$run"
 }
