@@ -20,7 +20,9 @@ use std::ops::Range;
 
 use vmdump_format::FormatError;
 use vmdump_format::elf::Endian;
-use vmdump_format::kdump::{DiskDumpHeader, KdumpWriter, Layout, Preamble, SubHeader, WriteError};
+use vmdump_format::kdump::{
+    DUMP_DH_COMPRESSED_INCOMPLETE, DiskDumpHeader, KdumpWriter, Layout, Preamble, SubHeader, WriteError,
+};
 use vmdump_format::machine::Machine;
 
 use bitmaps::write_bitmaps;
@@ -188,6 +190,33 @@ fn sub_header(
     sub
 }
 
+/// Writes the header (flagged INCOMPLETE), sub header and notes before the
+/// first pass, and gives the file the length of its bitmaps (one byte at
+/// their end: a hole, nothing written): a run that dies while it classifies
+/// (a crash, SIGKILL, a power loss) leaves a file that readers open as an
+/// incomplete dump holding no page, not an empty file. The writer rewrites
+/// them once the first pass has counted the pages.
+fn write_unfinished_header(
+    plan: &Plan<'_>,
+    sink: &mut dyn Sink,
+    machine: Option<Machine>,
+    piece: Option<&Range<u64>>,
+) -> Result<(), DumpError> {
+    let page_size =
+        u32::try_from(plan.input().page_size()).map_err(|_| DumpError::Unsupported("page size".into()))?;
+    let notes = plan.input().notes();
+    let layout = Layout::from_notes(plan.ram().max_pfn(), page_size, notes, 0)?;
+    let mut header = preamble_header(plan, &layout, machine);
+    header.status |= DUMP_DH_COMPRESSED_INCOMPLETE;
+    sink.write_at(0, &header.encode())?;
+    sink.write_at(u64::from(layout.block_size), &sub_header(plan, &layout, machine, piece).encode())?;
+    sink.write_at(layout.offset_note, &notes.bytes)?;
+    if layout.bitmap_len > 0 {
+        sink.write_at(layout.bitmap2_offset + layout.bitmap_len - 1, &[0])?;
+    }
+    Ok(())
+}
+
 /// What the first pass found.
 struct FirstPass {
     layout: Layout,
@@ -268,6 +297,7 @@ fn dump_kdump(
     sink: &mut dyn Sink,
 ) -> Result<DumpReport, DumpError> {
     let machine = input_machine(plan)?;
+    write_unfinished_header(plan, sink, machine, piece.as_ref())?;
     let pass = first_pass(plan, sink, piece.as_ref())?;
     let preamble = Preamble {
         header: preamble_header(plan, &pass.layout, machine),

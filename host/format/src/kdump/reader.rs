@@ -53,6 +53,8 @@ pub struct KdumpReader<R> {
     /// Descriptors of pfns before this split piece's start (0 unless split).
     first_index: u64,
     data_offset: u64,
+    /// The shared zero page's offset, when dump level bit 1 is set.
+    zero_page: Option<u64>,
     notes: Vec<u8>,
     vmcoreinfo: Option<VmcoreInfo>,
 }
@@ -63,6 +65,7 @@ impl<R> std::fmt::Debug for KdumpReader<R> {
             .field("file_size", &self.file_size)
             .field("geometry", &self.geometry)
             .field("data_offset", &self.data_offset)
+            .field("zero_page", &self.zero_page)
             .finish_non_exhaustive()
     }
 }
@@ -92,6 +95,33 @@ fn read_headers<R: ReadAt + ?Sized>(src: &R) -> Result<(DiskDumpHeader, SubHeade
     }
     let sub = SubHeader::decode(&read_vec(src, "kdump_sub_header", bs, SUB_HEADER_SIZE as u64)?)?;
     Ok((header, sub))
+}
+
+/// Where the shared zero page of an incomplete dump is. The 2nd bitmap of
+/// an incomplete dump may leave out pages that got a descriptor slot but
+/// were never written (vmdump clears them, so that readers see them absent),
+/// so the data area can start past where the bitmap's count places it. The
+/// zero page is the first page of the data area and the first page written
+/// follows it: the first descriptor points at one or the other. It is the
+/// zero page when it is a raw page of zeros (no page of a dump that left
+/// zero pages out is stored as one). `fallback` when there is no first
+/// descriptor.
+fn incomplete_zero_page<R: ReadAt>(src: &R, geometry: &Geometry, fallback: u64) -> Result<u64, FormatError> {
+    let at = geometry.page_desc_offset;
+    let mut buf = [0u8; PAGE_DESC_SIZE];
+    if at + PAGE_DESC_SIZE as u64 > src.size() {
+        return Ok(fallback);
+    }
+    src.read_exact_at(&mut buf, at).map_err(|e| FormatError::io(at, PAGE_DESC_SIZE as u64, e))?;
+    let first = PageDesc::decode(&buf)?;
+    let bs = geometry.block_size;
+    if first.offset < fallback || first.offset.saturating_add(bs) > src.size() {
+        return Ok(fallback); // lost, or not a descriptor of this file: checked when read
+    }
+    let mut page = vec![0u8; bs as usize];
+    src.read_exact_at(&mut page, first.offset).map_err(|e| FormatError::io(first.offset, bs, e))?;
+    let is_zero_page = first.flags == 0 && u64::from(first.size) == bs && page.iter().all(|&b| b == 0);
+    Ok(if is_zero_page { first.offset } else { (first.offset - bs).max(fallback) })
 }
 
 impl<R: ReadAt> KdumpReader<R> {
@@ -128,6 +158,11 @@ impl<R: ReadAt> KdumpReader<R> {
             0 => None,
             _ => Some(VmcoreInfo::parse(&read_vec(&src, "VMCOREINFO", info_at, info_len)?)?),
         };
+        let zero_page = match (sub.dump_level & 1 != 0, incomplete) {
+            (false, _) => None,
+            (true, false) => Some(data_offset),
+            (true, true) => Some(incomplete_zero_page(&src, &geometry, data_offset)?),
+        };
         Ok(KdumpReader {
             src,
             file_size,
@@ -137,6 +172,7 @@ impl<R: ReadAt> KdumpReader<R> {
             prefix,
             first_index,
             data_offset,
+            zero_page,
             notes,
             vmcoreinfo,
         })
@@ -242,7 +278,7 @@ impl<R: ReadAt> KdumpReader<R> {
     /// The shared zero page's offset: the data area start when bit 1 of
     /// the dump level is set (§1.8), else `None`.
     pub fn zero_page_offset(&self) -> Option<u64> {
-        (self.sub.dump_level & 1 != 0).then_some(self.data_offset)
+        self.zero_page
     }
 
     /// The 1st (RAM) bitmap.
