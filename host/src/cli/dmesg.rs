@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::kernel::KernelView;
-use crate::plugin::{Registry, SearchPath};
+use crate::plugin::SearchPath;
 use crate::read::Modules;
 
 /// Options of `vmdump dmesg`.
@@ -27,8 +27,7 @@ pub struct DmesgArgs {
 /// The input cannot be read, or has no usable VMCOREINFO or log.
 pub fn kernel_log(input: &Path, pieces: &[PathBuf], plugin_dirs: &[PathBuf]) -> anyhow::Result<Vec<u8>> {
     let context = || format!("reading the kernel log of {}", input.display());
-    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &[]));
-    let modules = Modules::new(&registry);
+    let modules = Modules::new(SearchPath::from_process(plugin_dirs, &[]));
     let input = crate::input::open(&[&[input.to_path_buf()], pieces].concat(), &modules)?;
     let kernel =
         KernelView::open(input.as_ref()).with_context(context)?.context("the input has no VMCOREINFO")?;

@@ -206,6 +206,20 @@ fn print_outcome(args: &DumpArgs, report: &DumpReport) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The plugins `profile` names (its compressor unless the output is ELF,
+/// and its filters), found on the search path of `plugin_dirs` and the
+/// profile; no other file is opened (issue 12). Files of those names that
+/// were not loaded while the plugin came from elsewhere are warned about.
+pub(super) fn registry_for(profile: &Profile, elf: bool, plugin_dirs: &[PathBuf]) -> Registry {
+    let search_path = SearchPath::from_process(plugin_dirs, &profile.plugins.dirs);
+    let compress = profile.compress.plugin.as_str();
+    let compressors: Vec<&str> = (!elf && compress != "none").then_some(compress).into_iter().collect();
+    let filters: Vec<&str> = profile.filters.iter().map(|f| f.name.as_str()).collect();
+    let registry = Registry::named(search_path, &compressors, &filters);
+    registry.skipped.iter().for_each(|e| eprintln!("vmdump: warning: {e}"));
+    registry
+}
+
 /// Runs `vmdump dump`.
 ///
 /// # Errors
@@ -226,8 +240,8 @@ pub fn run_with(
     plugin_dirs: &[PathBuf],
     pieces: &[PathBuf],
 ) -> anyhow::Result<Outcome> {
-    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
-    let modules = Modules::new(&registry);
+    let registry = registry_for(profile, args.elf, plugin_dirs);
+    let modules = Modules::new(registry.search_path.clone());
     let inputs = [std::slice::from_ref(&args.input), pieces].concat();
     let input = crate::input::open(&inputs, &modules)?;
     let mut notes = Vec::new();
