@@ -90,7 +90,9 @@ fn each_broken_table_gets_its_own_error() {
     assert_eq!(table_error("BROKEN_NO_DECOMPRESS"), TableError::MissingCallback("decompress"));
     let message = load_variant("BROKEN_OTHER_MAJOR").to_string();
     assert!(
-        message.contains("libvmdump_broken.so") && message.contains("2.0") && message.contains("host ABI 1.0"),
+        message.contains("libvmdump_broken.so")
+            && message.contains("2.0")
+            && message.contains("host ABI 1.0"),
         "{message}"
     );
 }
@@ -171,7 +173,10 @@ fn duplicates_are_shadowed_and_reported() {
         registry.skipped.iter().any(|e| matches!(e, LoadError::Shadowed { name, .. } if name == "store"))
     );
     let missing = registry.compressor("nope").unwrap_err().to_string();
-    assert!(missing.contains("available: store") && missing.contains(&dir.display().to_string()), "{missing}");
+    assert!(
+        missing.contains("available: store") && missing.contains(&dir.display().to_string()),
+        "{missing}"
+    );
     let _ = build_dir();
 }
 

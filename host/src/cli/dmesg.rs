@@ -50,19 +50,14 @@ pub fn run(args: &DmesgArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
 }
 
 /// Writes a kernel log file, mode 0600 as the dump it comes from (a log
-/// holds secrets too), replacing the file if it exists.
+/// holds secrets too), replacing the file if it exists (as `-f` would: a
+/// symbolic link only to a regular file of this user).
 ///
 /// # Errors
 /// The file cannot be created or written.
 pub(super) fn write_log(path: &Path, log: &[u8]) -> anyhow::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .and_then(|mut file| file.write_all(log))
+    super::dump::create_output(path, true)?
+        .write_all(log)
         .with_context(|| format!("writing {}", path.display()))
 }

@@ -1,11 +1,10 @@
 //! `vmdump dump`: the main job.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 use super::Outcome;
 use crate::dump::{DumpReport, dump};
@@ -119,26 +118,11 @@ impl DumpArgs {
 }
 
 /// Creates the output file: mode 0600 (a dump holds secrets), never
-/// replacing an existing file unless forced.
+/// replacing an existing file unless forced, never through a symbolic link
+/// but with `force` to a regular file of this user (vmdump_format::output,
+/// which every file vmdump writes goes through).
 pub(super) fn create_output(path: &Path, force: bool) -> anyhow::Result<File> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if !dir.is_dir() {
-        bail!("cannot create {}: directory {} does not exist", path.display(), dir.display());
-    }
-    let mut options = OpenOptions::new();
-    options.write(true).mode(0o600);
-    if force {
-        options.create(true).truncate(true);
-    } else {
-        options.create_new(true);
-    }
-    options.open(path).with_context(|| {
-        if path.exists() && !force {
-            format!("cannot create {}: it exists (use --force to overwrite)", path.display())
-        } else {
-            format!("cannot create {}", path.display())
-        }
-    })
+    Ok(vmdump_format::output::create(path, force)?)
 }
 
 /// Writes the dump of `plan` to the output file or stdout.

@@ -137,7 +137,8 @@ pub fn find_compressor(search_path: &SearchPath, name: &str) -> (Option<LoadedCo
         }
     }
     let builtin = builtin::compressors().into_iter().find(|p| p.info().name == name);
-    let builtin = builtin.map(|plugin| LoadedCompressor { origin: Origin::BuiltIn, info: plugin.info(), plugin });
+    let builtin =
+        builtin.map(|plugin| LoadedCompressor { origin: Origin::BuiltIn, info: plugin.info(), plugin });
     (builtin, refused)
 }
 

@@ -80,7 +80,11 @@ impl SearchPath {
                 files.sort_by_cached_key(|p| {
                     let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                     let rank = match () {
-                        () if name.starts_with("libvmdump_compress_") || name.starts_with("libvmdump_filter_") => 0,
+                        () if name.starts_with("libvmdump_compress_")
+                            || name.starts_with("libvmdump_filter_") =>
+                        {
+                            0
+                        }
                         () if name.starts_with("libvmdump_") => 1,
                         () => 2,
                     };
@@ -98,7 +102,11 @@ impl SearchPath {
             return Vec::new();
         }
         let names = file_names(kind, name);
-        self.dirs.iter().flat_map(|dir| names.iter().map(move |n| dir.join(n))).filter(|p| p.is_file()).collect()
+        self.dirs
+            .iter()
+            .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
+            .filter(|p| p.is_file())
+            .collect()
     }
 
     /// The path as one line, for messages.

@@ -34,7 +34,10 @@ impl Modules {
             let (found, refused) = find_compressor(&self.search_path, &name);
             let refused: String = refused.iter().map(|e| format!("; {e}")).collect();
             let Some(c) = found.filter(|c| c.info.format == format) else {
-                return Err(format!("no plugin `{name}` was found in {}{refused}", self.search_path.display()));
+                return Err(format!(
+                    "no plugin `{name}` was found in {}{refused}",
+                    self.search_path.display()
+                ));
             };
             match c.plugin.init(&Params::default(), Arc::new(StderrHost)) {
                 Ok(m) => Ok((c.info.name.clone(), m)),
