@@ -158,9 +158,10 @@ pub fn is_file_name_safe(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
-/// The effective user id of this process (the owner of `/proc/self`).
+/// The effective user id of this process (the owner of `/proc/self`, as
+/// for outputs), root when it cannot be read.
 fn effective_uid() -> u32 {
-    std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0)
+    vmdump_format::output::effective_uid().unwrap_or(0)
 }
 
 fn check_one(path: &Path, what: &str, uid: u32) -> Result<(), LoadError> {
