@@ -63,7 +63,7 @@ pub enum LoadError {
     },
     /// No plugin of that kind and name on the search path.
     #[error(
-        "no {kind} plugin named `{name}` (available: {available}); looked for {tried} in {search_path}{refused}; \
+        "no {kind} plugin named `{name}` (available: {available}); {searched}; \
          `vmdump plugins` lists every plugin there"
     )]
     NotFound {
@@ -73,11 +73,8 @@ pub enum LoadError {
         name: String,
         /// Names that are available (loaded or built in).
         available: String,
-        /// The file names tried in each directory.
-        tried: String,
-        /// Directories searched.
-        search_path: String,
-        /// Files of that name that were refused, each with "; " and its reason.
-        refused: String,
+        /// The file names tried, the directories searched, and the files
+        /// of that name refused with their reasons.
+        searched: String,
     },
 }

@@ -255,7 +255,7 @@ impl Registry {
     /// [`LoadError::NotFound`] for `name`: what is available, the file
     /// names tried, where, and why files of that name were refused.
     fn not_found(&self, kind: Kind, name: &str, available: Vec<&str>) -> LoadError {
-        let refused = self
+        let refused: String = self
             .missing
             .iter()
             .filter(|(k, n, _)| *k == kind && n == name)
@@ -266,14 +266,8 @@ impl Registry {
             false => "no file (the name has characters other than letters, digits, `-`, `_` and `.`)".into(),
         };
         let available = if available.is_empty() { "none".to_owned() } else { available.join(", ") };
-        LoadError::NotFound {
-            kind: kind.as_str(),
-            name: name.to_owned(),
-            available,
-            tried,
-            search_path: self.search_path.display(),
-            refused,
-        }
+        let searched = format!("looked for {tried} in {}{refused}", self.search_path.display());
+        LoadError::NotFound { kind: kind.as_str(), name: name.to_owned(), available, searched }
     }
 
     /// The compressor named `name`.
