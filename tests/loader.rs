@@ -211,7 +211,7 @@ fn the_c_plugin_of_the_sdk_readme_builds_and_passes_the_kit() {
     let dir = temp_dir("readme-c");
     let source = dir.join("mini_zlib.c");
     std::fs::write(&source, code).unwrap();
-    let so = dir.join("libmini_zlib.so");
+    let so = dir.join("libvmdump_mini_zlib.so");
     let include = support::workspace_root().join("sdk/include");
     let status = Command::new("cc")
         .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-I"])

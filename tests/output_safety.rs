@@ -212,3 +212,17 @@ fn with_force_a_link_is_followed_only_to_a_regular_file_of_this_user() {
         assert!(std::fs::read_dir(&other_dir).unwrap().next().is_none(), "{}", case.name);
     }
 }
+
+#[test]
+fn a_split_whose_second_piece_is_refused_leaves_no_first_piece() {
+    let dir = temp_dir("links-split");
+    let (vmcore, _) = synthetic(&dir, SynthSpec { ram_bytes: 32 << 20, ..SynthSpec::default() });
+    let out = dir.join("out");
+    let target = dir.join("absent");
+    symlink(&target, dir.join("out.2")).unwrap();
+    let case = Case::new("dump-split", words(&[&"dump", &"--no-progress", &"--split", &"2", &vmcore]));
+    for force in [false, true] {
+        case.refused(case.run(&out, force), &dir.join("out.2"), &[]);
+        assert!(!dir.join("out.1").exists() && !target.exists(), "force {force}");
+    }
+}
