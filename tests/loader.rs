@@ -181,6 +181,37 @@ fn duplicates_are_shadowed_and_reported() {
 }
 
 #[test]
+fn a_registry_of_named_plugins_opens_the_files_of_those_names_only() {
+    use vmdump::plugin::Kind;
+    let dir = temp_dir("named");
+    // A file of zlib's name that holds another plugin: skipped, the built-in zlib serves.
+    let misnamed = build_c_plugin(&dir, "store", None);
+    let zlib_file = dir.join(vmdump::plugin::file_names(Kind::Compressor, "zlib")[0].clone());
+    std::fs::rename(&misnamed, &zlib_file).unwrap();
+    let broken = build_c_plugin(&dir, "broken", Some("BROKEN_WRONG_MAGIC"));
+    let path = SearchPath::new(&[dir.clone()], &[], None, None);
+    let registry = Registry::named(path, &["zlib", "broken", "nope"], &["nope"]);
+    assert_eq!(registry.compressor("zlib").unwrap().origin, Origin::BuiltIn);
+    assert!(
+        registry.skipped.iter().any(|e| matches!(e, LoadError::Misnamed { path, .. } if *path == zlib_file)),
+        "{:?}",
+        registry.skipped
+    );
+    assert_eq!(registry.compressors.len(), 1, "only zlib was asked for and found");
+    let message = registry.compressor("broken").unwrap_err().to_string();
+    for word in ["`broken`", "libvmdump_compress_broken.so", "libvmdump_broken.so", "wrong magic"] {
+        assert!(message.contains(word), "{word}: {message}");
+    }
+    assert!(message.contains(&broken.display().to_string()), "{message}");
+    let message = registry.filter("nope").unwrap_err().to_string();
+    assert!(message.contains("libvmdump_filter_nope.so") && message.contains(&dir.display().to_string()));
+    // A name that is no file name opens nothing.
+    let escape = format!("../{}/store", dir.file_name().unwrap().to_string_lossy());
+    let registry = Registry::named(SearchPath::new(&[dir.clone()], &[], None, None), &[&escape], &[]);
+    assert!(registry.compressor(&escape).unwrap_err().to_string().contains("no file (the name has"));
+}
+
+#[test]
 fn the_rust_and_the_c_zlib_plugins_read_each_other() {
     // The Rust plugin runs on zlib-rs, the C one on the system's zlib: each
     // decoding the other's pages is a check by a decoder we did not write.
