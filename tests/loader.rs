@@ -189,8 +189,8 @@ fn a_registry_of_named_plugins_opens_the_files_of_those_names_only() {
     let zlib_file = dir.join(vmdump::plugin::file_names(Kind::Compressor, "zlib")[0].clone());
     std::fs::rename(&misnamed, &zlib_file).unwrap();
     let broken = build_c_plugin(&dir, "broken", Some("BROKEN_WRONG_MAGIC"));
-    let path = SearchPath::new(&[dir.clone()], &[], None, None);
-    let registry = Registry::named(path, &["zlib", "broken", "nope"], &["nope"]);
+    let path = SearchPath::new(std::slice::from_ref(&dir), &[], None, None);
+    let registry = Registry::named(path.clone(), &["zlib", "broken", "nope"], &["nope"]);
     assert_eq!(registry.compressor("zlib").unwrap().origin, Origin::BuiltIn);
     assert!(
         registry.skipped.iter().any(|e| matches!(e, LoadError::Misnamed { path, .. } if *path == zlib_file)),
@@ -207,7 +207,7 @@ fn a_registry_of_named_plugins_opens_the_files_of_those_names_only() {
     assert!(message.contains("libvmdump_filter_nope.so") && message.contains(&dir.display().to_string()));
     // A name that is no file name opens nothing.
     let escape = format!("../{}/store", dir.file_name().unwrap().to_string_lossy());
-    let registry = Registry::named(SearchPath::new(&[dir.clone()], &[], None, None), &[&escape], &[]);
+    let registry = Registry::named(path, &[&escape], &[]);
     assert!(registry.compressor(&escape).unwrap_err().to_string().contains("no file (the name has"));
 }
 
