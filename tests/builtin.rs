@@ -79,7 +79,7 @@ fn the_binary_alone_dumps_every_standard_format_page_exact() {
 /// The C plugin of the workspace, compiled as a vendor's zlib would be: under the name `zlib`.
 fn vendor_zlib(dir: &Path) -> PathBuf {
     let source = workspace_root().join("plugins/compress-c-zlib/c_zlib.c");
-    let so = dir.join("libvendor_zlib.so");
+    let so = dir.join("libvmdump_compress_zlib.so");
     let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
         .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-std=c11", "-DPLUGIN_NAME=\"zlib\"", "-I"])
         .arg(workspace_root().join("sdk/include"))

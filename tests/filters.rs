@@ -205,7 +205,7 @@ fn a_metadata_filter_plugin_leaves_no_unused_descriptor_slot() {
 fn a_failing_filter_plugin_is_disabled_and_its_pages_kept() {
     let dir = temp_dir("dump-flaky-filter");
     let plugins = temp_dir("dump-flaky-filter-plugins");
-    build_c_filter(&plugins, "broken_filter.c", "libflaky_filter.so");
+    build_c_filter(&plugins, "broken_filter.c", "libvmdump_flaky_filter.so");
     let (vmcore, summary) = synthetic(&dir, SynthSpec { ram_bytes: 16 << 20, ..SynthSpec::default() });
     let profile = dir.join("flaky.toml");
     std::fs::write(&profile, "[[filters]]\nname = \"flaky-filter\"\n").unwrap();
@@ -232,7 +232,7 @@ fn a_metadata_filter_plugin_that_fails_keeps_both_passes_in_step() {
         build_c_filter_with(
             &plugins,
             "fickle_filter.c",
-            "libfickle.so",
+            "libvmdump_fickle.so",
             &[&format!("FAIL_IN_CONTEXT={context}")],
         );
         let out = dir.join(format!("out-{context}"));
@@ -260,7 +260,7 @@ fn a_metadata_filter_plugin_that_fails_keeps_both_passes_in_step() {
 fn a_filter_plugin_reading_struct_pages_and_vmcoreinfo_excludes_lru_pages() {
     let dir = temp_dir("dump-lru-filter");
     let plugins = temp_dir("dump-lru-filter-plugins");
-    build_c_filter(&plugins, "lru_filter.c", "liblru_filter.so");
+    build_c_filter(&plugins, "lru_filter.c", "libvmdump_filter_lru.so");
     let (vmcore, summary) = synthetic(&dir, kernel_spec(synth::Flavour::Linux6_1));
     // The rule, applied here to the struct pages read through vmdump's own view.
     let input = vmdump::input::Vmcore::open(&vmcore).unwrap();

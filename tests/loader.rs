@@ -75,7 +75,7 @@ fn each_broken_table_gets_its_own_error() {
     assert!(matches!(load_variant("BROKEN_NO_ENTRY"), LoadError::NotAPlugin { .. }));
     let table_error = |flag| match load_variant(flag) {
         LoadError::BadTable { cause, path } => {
-            assert!(path.ends_with("libbroken.so"));
+            assert!(path.ends_with("libvmdump_broken.so"));
             cause
         }
         other => panic!("{flag}: {other}"),
@@ -90,7 +90,9 @@ fn each_broken_table_gets_its_own_error() {
     assert_eq!(table_error("BROKEN_NO_DECOMPRESS"), TableError::MissingCallback("decompress"));
     let message = load_variant("BROKEN_OTHER_MAJOR").to_string();
     assert!(
-        message.contains("libbroken.so") && message.contains("2.0") && message.contains("host ABI 1.0"),
+        message.contains("libvmdump_broken.so")
+            && message.contains("2.0")
+            && message.contains("host ABI 1.0"),
         "{message}"
     );
 }
@@ -171,8 +173,42 @@ fn duplicates_are_shadowed_and_reported() {
         registry.skipped.iter().any(|e| matches!(e, LoadError::Shadowed { name, .. } if name == "store"))
     );
     let missing = registry.compressor("nope").unwrap_err().to_string();
-    assert!(missing.contains("found: store") && missing.contains(&dir.display().to_string()), "{missing}");
+    assert!(
+        missing.contains("available: store") && missing.contains(&dir.display().to_string()),
+        "{missing}"
+    );
     let _ = build_dir();
+}
+
+#[test]
+fn a_registry_of_named_plugins_opens_the_files_of_those_names_only() {
+    use vmdump::plugin::Kind;
+    let dir = temp_dir("named");
+    // A file of zlib's name that holds another plugin: skipped, the built-in zlib serves.
+    let misnamed = build_c_plugin(&dir, "store", None);
+    let zlib_file = dir.join(vmdump::plugin::file_names(Kind::Compressor, "zlib")[0].clone());
+    std::fs::rename(&misnamed, &zlib_file).unwrap();
+    let broken = build_c_plugin(&dir, "broken", Some("BROKEN_WRONG_MAGIC"));
+    let path = SearchPath::new(std::slice::from_ref(&dir), &[], None, None);
+    let registry = Registry::named(path.clone(), &["zlib", "broken", "nope"], &["nope"]);
+    assert_eq!(registry.compressor("zlib").unwrap().origin, Origin::BuiltIn);
+    assert!(
+        registry.skipped.iter().any(|e| matches!(e, LoadError::Misnamed { path, .. } if *path == zlib_file)),
+        "{:?}",
+        registry.skipped
+    );
+    assert_eq!(registry.compressors.len(), 1, "only zlib was asked for and found");
+    let message = registry.compressor("broken").unwrap_err().to_string();
+    for word in ["`broken`", "libvmdump_compress_broken.so", "libvmdump_broken.so", "wrong magic"] {
+        assert!(message.contains(word), "{word}: {message}");
+    }
+    assert!(message.contains(&broken.display().to_string()), "{message}");
+    let message = registry.filter("nope").unwrap_err().to_string();
+    assert!(message.contains("libvmdump_filter_nope.so") && message.contains(&dir.display().to_string()));
+    // A name that is no file name opens nothing.
+    let escape = format!("../{}/store", dir.file_name().unwrap().to_string_lossy());
+    let registry = Registry::named(path, &[&escape], &[]);
+    assert!(registry.compressor(&escape).unwrap_err().to_string().contains("no file (the name has"));
 }
 
 #[test]
@@ -206,7 +242,7 @@ fn the_c_plugin_of_the_sdk_readme_builds_and_passes_the_kit() {
     let dir = temp_dir("readme-c");
     let source = dir.join("mini_zlib.c");
     std::fs::write(&source, code).unwrap();
-    let so = dir.join("libmini_zlib.so");
+    let so = dir.join("libvmdump_mini_zlib.so");
     let include = support::workspace_root().join("sdk/include");
     let status = Command::new("cc")
         .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-I"])

@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 use support::dumps::{dump_counts, fixtures, libkdumpfile_compare, vmdump, vmdump_ok};
 use support::synthetic::{OsArg, synthetic};
 use support::{build_dir, temp_dir, workspace_root};
-use vmdump::plugin::{Registry, SearchPath};
+use vmdump::plugin::SearchPath;
 use vmdump::read::{DumpMemory, Modules, open_dump};
 use vmdump::xlat::KernelMemory;
 use vmdump_format::kdump::{
@@ -312,8 +312,7 @@ fn phys_base_comes_from_vmcoreinfo_not_the_sub_header() {
 
     // Address translation on the dump reads the kernel's utsname, as the
     // kernel log reader does (`vmdump dmesg` of a dump).
-    let registry = Registry::discover(SearchPath::from_process(&[build_dir()], &[]));
-    let modules = Modules::new(&registry);
+    let modules = Modules::new(SearchPath::from_process(&[build_dir()], &[]));
     let dump = DumpMemory::new(reader, modules.decoder());
     let memory = KernelMemory::open(&dump, &info, &[]).expect("kernel memory of the dump");
     assert_eq!(memory.arch().phys_base(), layout.phys_base);

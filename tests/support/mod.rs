@@ -45,7 +45,7 @@ pub fn build_c_plugin(dir: &Path, name: &str, flag: Option<&str>) -> PathBuf {
 /// [`build_c_plugin`] with several `-D` flags.
 pub fn build_c_plugin_with(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
     let root = workspace_root();
-    let out = dir.join(format!("lib{}.so", name.replace('-', "_")));
+    let out = dir.join(format!("libvmdump_{}.so", name.replace('-', "_")));
     let mut cc = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
     cc.args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-std=c11"])
         .arg(format!("-I{}", root.join("sdk/include").display()))

@@ -16,6 +16,7 @@
 //! | [`machine`] | the dumped machines: `e_machine`, byte order, utsname name, sub header phys_base | §1.5 |
 //! | [`flat`] | flattened stream (`-F`) and rearrangement (`-R`) | §2.1, §2.2 |
 //! | [`sink`] | where a dump's positioned writes go: a file, or a flattened stream | §2.1 |
+//! | [`output`] | creating every output file: 0600, `-f`, never through a symbolic link | |
 //!
 //! Synthetic vmcores for tests and benchmarks are made by the crate
 //! `vmdump-synth`; the fuzz harness of these parsers is `vmdump-fuzzing`.
@@ -50,6 +51,7 @@ pub mod error;
 pub mod flat;
 pub mod kdump;
 pub mod machine;
+pub mod output;
 pub mod phys;
 pub mod read_at;
 pub mod sink;

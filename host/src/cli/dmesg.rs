@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::kernel::KernelView;
-use crate::plugin::{Registry, SearchPath};
+use crate::plugin::SearchPath;
 use crate::read::Modules;
 
 /// Options of `vmdump dmesg`.
@@ -27,8 +27,7 @@ pub struct DmesgArgs {
 /// The input cannot be read, or has no usable VMCOREINFO or log.
 pub fn kernel_log(input: &Path, pieces: &[PathBuf], plugin_dirs: &[PathBuf]) -> anyhow::Result<Vec<u8>> {
     let context = || format!("reading the kernel log of {}", input.display());
-    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &[]));
-    let modules = Modules::new(&registry);
+    let modules = Modules::new(SearchPath::from_process(plugin_dirs, &[]));
     let input = crate::input::open(&[&[input.to_path_buf()], pieces].concat(), &modules)?;
     let kernel =
         KernelView::open(input.as_ref()).with_context(context)?.context("the input has no VMCOREINFO")?;
@@ -51,19 +50,14 @@ pub fn run(args: &DmesgArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
 }
 
 /// Writes a kernel log file, mode 0600 as the dump it comes from (a log
-/// holds secrets too), replacing the file if it exists.
+/// holds secrets too), replacing the file if it exists (as `-f` would: a
+/// symbolic link only to a regular file of this user).
 ///
 /// # Errors
 /// The file cannot be created or written.
 pub(super) fn write_log(path: &Path, log: &[u8]) -> anyhow::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .and_then(|mut file| file.write_all(log))
+    super::dump::create_output(path, true)?
+        .write_all(log)
         .with_context(|| format!("writing {}", path.display()))
 }

@@ -1,11 +1,10 @@
 //! `vmdump dump`: the main job.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 use super::Outcome;
 use crate::dump::{DumpReport, dump};
@@ -119,26 +118,11 @@ impl DumpArgs {
 }
 
 /// Creates the output file: mode 0600 (a dump holds secrets), never
-/// replacing an existing file unless forced.
+/// replacing an existing file unless forced, never through a symbolic link
+/// but with `force` to a regular file of this user (vmdump_format::output,
+/// which every file vmdump writes goes through).
 pub(super) fn create_output(path: &Path, force: bool) -> anyhow::Result<File> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if !dir.is_dir() {
-        bail!("cannot create {}: directory {} does not exist", path.display(), dir.display());
-    }
-    let mut options = OpenOptions::new();
-    options.write(true).mode(0o600);
-    if force {
-        options.create(true).truncate(true);
-    } else {
-        options.create_new(true);
-    }
-    options.open(path).with_context(|| {
-        if path.exists() && !force {
-            format!("cannot create {}: it exists (use --force to overwrite)", path.display())
-        } else {
-            format!("cannot create {}", path.display())
-        }
-    })
+    Ok(vmdump_format::output::create(path, force)?)
 }
 
 /// Writes the dump of `plan` to the output file or stdout.
@@ -206,6 +190,20 @@ fn print_outcome(args: &DumpArgs, report: &DumpReport) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The plugins `profile` names (its compressor unless the output is ELF,
+/// and its filters), found on the search path of `plugin_dirs` and the
+/// profile; no other file is opened (issue 12). Files of those names that
+/// were not loaded while the plugin came from elsewhere are warned about.
+pub(super) fn registry_for(profile: &Profile, elf: bool, plugin_dirs: &[PathBuf]) -> Registry {
+    let search_path = SearchPath::from_process(plugin_dirs, &profile.plugins.dirs);
+    let compress = profile.compress.plugin.as_str();
+    let compressors: Vec<&str> = (!elf && compress != "none").then_some(compress).into_iter().collect();
+    let filters: Vec<&str> = profile.filters.iter().map(|f| f.name.as_str()).collect();
+    let registry = Registry::named(search_path, &compressors, &filters);
+    registry.skipped.iter().for_each(|e| eprintln!("vmdump: warning: {e}"));
+    registry
+}
+
 /// Runs `vmdump dump`.
 ///
 /// # Errors
@@ -226,8 +224,8 @@ pub fn run_with(
     plugin_dirs: &[PathBuf],
     pieces: &[PathBuf],
 ) -> anyhow::Result<Outcome> {
-    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
-    let modules = Modules::new(&registry);
+    let registry = registry_for(profile, args.elf, plugin_dirs);
+    let modules = Modules::new(registry.search_path.clone());
     let inputs = [std::slice::from_ref(&args.input), pieces].concat();
     let input = crate::input::open(&inputs, &modules)?;
     let mut notes = Vec::new();

@@ -24,6 +24,8 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     /// Look for plugins in DIR first (repeatable; before the profile's dirs,
     /// VMDUMP_PLUGIN_PATH, the executable's directory and /usr/lib/vmdump/plugins).
+    /// A run opens only the files of the plugins it names
+    /// (libvmdump_compress_NAME.so, libvmdump_filter_NAME.so, libvmdump_NAME.so).
     #[arg(long = "plugin-dir", value_name = "DIR", global = true)]
     pub plugin_dirs: Vec<PathBuf>,
 

@@ -44,7 +44,17 @@ pub fn outputs(args: &DumpArgs, profile: &Profile) -> anyhow::Result<Option<Vec<
 pub fn write_pieces(args: &DumpArgs, plan: &Plan<'_>, outputs: &[PathBuf]) -> anyhow::Result<DumpReport> {
     let block = args.splitblock_size.unwrap_or(SPLITBLOCK_BYTES);
     let ranges = split_pieces(plan, outputs.len(), block)?;
-    let files = outputs.iter().map(|p| create_output(p, args.force)).collect::<Result<Vec<_>, _>>()?;
+    let mut files = Vec::with_capacity(outputs.len());
+    for path in outputs {
+        match create_output(path, args.force) {
+            Ok(file) => files.push(file),
+            Err(e) => {
+                // The pieces already created are empty: none is left.
+                outputs[..files.len()].iter().for_each(|p| drop(std::fs::remove_file(p)));
+                return Err(e);
+            }
+        }
+    }
     let threads = (plan.run().threads / outputs.len()).max(1);
     let results: Vec<anyhow::Result<DumpReport>> = std::thread::scope(|scope| {
         let handles: Vec<_> = files

@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::input::Vmcore;
-use crate::plugin::{Registry, SearchPath};
+use crate::plugin::SearchPath;
 use crate::read::{Modules, Problems, VerifyStats, verify};
 
 /// Arguments of `vmdump verify`.
@@ -58,8 +58,7 @@ pub fn run(args: &VerifyArgs, plugin_dirs: &[PathBuf], out: &mut impl Write) -> 
         }
         None => None,
     };
-    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &[]));
-    let modules = Modules::new(&registry);
+    let modules = Modules::new(SearchPath::from_process(plugin_dirs, &[]));
     let (stats, problems) = verify(&reader, modules.decoder(), source.as_ref());
     for message in &problems.first {
         writeln!(out, "{name}: {message}")?;

@@ -51,16 +51,30 @@ pub enum LoadError {
         /// The file that wins.
         first: PathBuf,
     },
+    /// A file of a plugin's name that is another plugin.
+    #[error("{path}: its file name is that of the {expected}, but it holds the {found}")]
+    Misnamed {
+        /// The file.
+        path: PathBuf,
+        /// The kind and name its file name stands for.
+        expected: String,
+        /// The kind and name of the plugin in it.
+        found: String,
+    },
     /// No plugin of that kind and name on the search path.
-    #[error("no {kind} plugin named `{name}` (found: {available}); search path: {search_path}")]
+    #[error(
+        "no {kind} plugin named `{name}` (available: {available}); {searched}; \
+         `vmdump plugins` lists every plugin there"
+    )]
     NotFound {
         /// "compressor" or "filter".
         kind: &'static str,
         /// The requested name.
         name: String,
-        /// Names that were found.
+        /// Names that are available (loaded or built in).
         available: String,
-        /// Directories searched.
-        search_path: String,
+        /// The file names tried, the directories searched, and the files
+        /// of that name refused with their reasons.
+        searched: String,
     },
 }

@@ -5,6 +5,11 @@
 //! holds the standard codecs compiled in; this module turns a search path
 //! into a [`Registry`] of plugins (files first, then the built-in codecs no
 //! file replaced) and the list of files it skipped, each with its reason.
+//!
+//! A run opens only the files of the plugins it names ([`Registry::named`],
+//! found by file name: [`file_names`]), since opening a shared object runs
+//! its constructors, as root in a capture kernel (issue 12). Only `vmdump
+//! plugins` opens every `*.so` of the search path ([`Registry::discover`]).
 
 pub mod builtin;
 mod error;
@@ -15,7 +20,9 @@ use std::path::{Path, PathBuf};
 
 pub use error::LoadError;
 use ffi::AnyPlugin;
-pub use search::{PLUGIN_PATH_ENV, SYSTEM_PLUGIN_DIR, SearchPath, check_trusted};
+pub use search::{
+    Kind, PLUGIN_PATH_ENV, SYSTEM_PLUGIN_DIR, SearchPath, check_trusted, file_names, is_file_name_safe,
+};
 use vmdump_sdk::client::{CompressorPlugin, FilterInfo, FilterPlugin, PluginInfo};
 
 /// Where a compressor comes from.
@@ -107,7 +114,50 @@ pub fn load_filter(path: &Path) -> Result<LoadedFilter, LoadError> {
     }
 }
 
-/// Every plugin found on a search path, and every file skipped with its reason.
+/// Why a file of a plugin's name is not that plugin.
+fn misnamed(path: PathBuf, kind: Kind, name: &str, found: &Loaded) -> LoadError {
+    let found = match found {
+        Loaded::Compressor(c) => format!("compressor `{}`", c.info.name),
+        Loaded::Filter(f) => format!("filter `{}`", f.info.name),
+    };
+    LoadError::Misnamed { path, expected: format!("{} `{name}`", kind.as_str()), found }
+}
+
+/// The compressor `name`: the first file of its name on `search_path` that
+/// loads and is that compressor, else the built-in one of that name. No
+/// other file is opened. The files of its name that were refused come
+/// second, each with its reason.
+pub fn find_compressor(search_path: &SearchPath, name: &str) -> (Option<LoadedCompressor>, Vec<LoadError>) {
+    let mut refused = Vec::new();
+    for path in search_path.files_named(Kind::Compressor, name) {
+        match load(&path) {
+            Ok(Loaded::Compressor(c)) if c.info.name == name => return (Some(c), refused),
+            Ok(other) => refused.push(misnamed(path, Kind::Compressor, name, &other)),
+            Err(e) => refused.push(e),
+        }
+    }
+    let builtin = builtin::compressors().into_iter().find(|p| p.info().name == name);
+    let builtin =
+        builtin.map(|plugin| LoadedCompressor { origin: Origin::BuiltIn, info: plugin.info(), plugin });
+    (builtin, refused)
+}
+
+/// The filter `name`: the first file of its name on `search_path` that
+/// loads and is that filter, with the files of its name that were refused.
+pub fn find_filter(search_path: &SearchPath, name: &str) -> (Option<LoadedFilter>, Vec<LoadError>) {
+    let mut refused = Vec::new();
+    for path in search_path.files_named(Kind::Filter, name) {
+        match load(&path) {
+            Ok(Loaded::Filter(f)) if f.info.name == name => return (Some(f), refused),
+            Ok(other) => refused.push(misnamed(path, Kind::Filter, name, &other)),
+            Err(e) => refused.push(e),
+        }
+    }
+    (None, refused)
+}
+
+/// The plugins of a run (or every plugin on a search path, for `vmdump
+/// plugins`), and the files skipped with their reasons.
 #[derive(Debug, Default)]
 pub struct Registry {
     /// Compressor plugins, first of each name only: files in search order,
@@ -115,16 +165,21 @@ pub struct Registry {
     pub compressors: Vec<LoadedCompressor>,
     /// Loaded filter plugins, first of each name only.
     pub filters: Vec<LoadedFilter>,
-    /// Files that were not loaded, and why.
+    /// Files that were not loaded, and why. In a registry of named plugins,
+    /// only files of a name that was found elsewhere (a later directory, or
+    /// built in): warnings.
     pub skipped: Vec<LoadError>,
     /// The directories searched.
     pub search_path: SearchPath,
+    /// Names asked for and not found, with the files of that name refused.
+    missing: Vec<(Kind, String, Vec<LoadError>)>,
 }
 
 impl Registry {
-    /// Loads every candidate file of `search_path`; the first plugin of a
-    /// name wins and later ones are reported as shadowed. The built-in
-    /// codecs come last: a file of the same name replaces one.
+    /// Opens every `*.so` of `search_path` (`vmdump plugins` only: a run
+    /// uses [`Registry::named`]); the first plugin of a name wins and later
+    /// ones are reported as shadowed. The built-in codecs come last: a file
+    /// of the same name replaces one.
     pub fn discover(search_path: SearchPath) -> Self {
         let mut registry = Self { search_path, ..Self::default() };
         for file in registry.search_path.candidate_files() {
@@ -138,6 +193,38 @@ impl Registry {
             let info = plugin.info();
             if registry.compressors.iter().all(|c| c.info.name != info.name) {
                 registry.compressors.push(LoadedCompressor { origin: Origin::BuiltIn, info, plugin });
+            }
+        }
+        registry
+    }
+
+    /// The compressors and filters of these names and nothing else: for
+    /// each, only the files of its name are opened ([`find_compressor`],
+    /// [`find_filter`]); a built-in codec needs no file.
+    pub fn named(search_path: SearchPath, compressors: &[&str], filters: &[&str]) -> Self {
+        let mut registry = Self { search_path, ..Self::default() };
+        for &name in compressors {
+            if registry.compressors.iter().any(|c| c.info.name == name) {
+                continue;
+            }
+            match find_compressor(&registry.search_path, name) {
+                (Some(found), refused) => {
+                    registry.compressors.push(found);
+                    registry.skipped.extend(refused);
+                }
+                (None, refused) => registry.missing.push((Kind::Compressor, name.to_owned(), refused)),
+            }
+        }
+        for &name in filters {
+            if registry.filters.iter().any(|f| f.info.name == name) {
+                continue;
+            }
+            match find_filter(&registry.search_path, name) {
+                (Some(found), refused) => {
+                    registry.filters.push(found);
+                    registry.skipped.extend(refused);
+                }
+                (None, refused) => registry.missing.push((Kind::Filter, name.to_owned(), refused)),
             }
         }
         registry
@@ -165,16 +252,35 @@ impl Registry {
         }
     }
 
+    /// [`LoadError::NotFound`] for `name`: what is available, the file
+    /// names tried, where, and why files of that name were refused.
+    fn not_found(&self, kind: Kind, name: &str, available: Vec<&str>) -> LoadError {
+        let refused: String = self
+            .missing
+            .iter()
+            .filter(|(k, n, _)| *k == kind && n == name)
+            .flat_map(|(_, _, refused)| refused.iter().map(|e| format!("; {e}")))
+            .collect();
+        let tried = match is_file_name_safe(name) {
+            true => file_names(kind, name).join(", "),
+            false => "no file (the name has characters other than letters, digits, `-`, `_` and `.`)".into(),
+        };
+        let available = if available.is_empty() { "none".to_owned() } else { available.join(", ") };
+        let searched = format!("looked for {tried} in {}{refused}", self.search_path.display());
+        LoadError::NotFound { kind: kind.as_str(), name: name.to_owned(), available, searched }
+    }
+
     /// The compressor named `name`.
     ///
     /// # Errors
     /// [`LoadError::NotFound`] listing what is available and where it looked.
     pub fn compressor(&self, name: &str) -> Result<&LoadedCompressor, LoadError> {
-        self.compressors.iter().find(|c| c.info.name == name).ok_or_else(|| LoadError::NotFound {
-            kind: "compressor",
-            name: name.to_owned(),
-            available: self.compressors.iter().map(|c| c.info.name.as_str()).collect::<Vec<_>>().join(", "),
-            search_path: self.search_path.display(),
+        self.compressors.iter().find(|c| c.info.name == name).ok_or_else(|| {
+            let mut available: Vec<&str> = self.compressors.iter().map(|c| c.info.name.as_str()).collect();
+            let builtin = builtin::compressors().into_iter().map(|c| c.info().name);
+            let builtin: Vec<String> = builtin.filter(|b| !available.contains(&b.as_str())).collect();
+            available.extend(builtin.iter().map(String::as_str));
+            self.not_found(Kind::Compressor, name, available)
         })
     }
 
@@ -183,11 +289,8 @@ impl Registry {
     /// # Errors
     /// [`LoadError::NotFound`] listing what is available and where it looked.
     pub fn filter(&self, name: &str) -> Result<&LoadedFilter, LoadError> {
-        self.filters.iter().find(|f| f.info.name == name).ok_or_else(|| LoadError::NotFound {
-            kind: "filter",
-            name: name.to_owned(),
-            available: self.filters.iter().map(|f| f.info.name.as_str()).collect::<Vec<_>>().join(", "),
-            search_path: self.search_path.display(),
+        self.filters.iter().find(|f| f.info.name == name).ok_or_else(|| {
+            self.not_found(Kind::Filter, name, self.filters.iter().map(|f| f.info.name.as_str()).collect())
         })
     }
 }

@@ -61,7 +61,9 @@ impl SearchPath {
     }
 
     /// Every `*.so` file in the existing directories, in search order
-    /// (sorted by name within a directory).
+    /// (sorted by name within a directory). Only `vmdump plugins` opens
+    /// them all; a run opens the files of the names it asks for
+    /// ([`SearchPath::files_named`]).
     pub fn candidate_files(&self) -> Vec<PathBuf> {
         self.dirs
             .iter()
@@ -72,9 +74,38 @@ impl SearchPath {
                     .map(|e| e.path())
                     .filter(|p| p.extension().is_some_and(|ext| ext == "so") && p.is_file())
                     .collect();
-                files.sort();
+                // Crate names first, then short names, then the rest: the
+                // order a run tries them in (file_names), so that the plugin
+                // listed as the one of a name is the one a run loads.
+                files.sort_by_cached_key(|p| {
+                    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    let rank = match () {
+                        () if name.starts_with("libvmdump_compress_")
+                            || name.starts_with("libvmdump_filter_") =>
+                        {
+                            0
+                        }
+                        () if name.starts_with("libvmdump_") => 1,
+                        () => 2,
+                    };
+                    (rank, name)
+                });
                 files
             })
+            .collect()
+    }
+
+    /// The existing files of plugin `name` of `kind`, in search order: in
+    /// each directory, the names of [`file_names`] in turn.
+    pub fn files_named(&self, kind: Kind, name: &str) -> Vec<PathBuf> {
+        if !is_file_name_safe(name) {
+            return Vec::new();
+        }
+        let names = file_names(kind, name);
+        self.dirs
+            .iter()
+            .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
+            .filter(|p| p.is_file())
             .collect()
     }
 
@@ -84,9 +115,53 @@ impl SearchPath {
     }
 }
 
-/// The effective user id of this process (the owner of `/proc/self`).
+/// The two kinds of plugin, which have their own file names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Exports `vmdump_compressor_entry_v1`.
+    Compressor,
+    /// Exports `vmdump_filter_entry_v1`.
+    Filter,
+}
+
+impl Kind {
+    /// "compressor" or "filter", for messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Compressor => "compressor",
+            Self::Filter => "filter",
+        }
+    }
+}
+
+/// The file names plugin `name` of `kind` may have, in the order tried: the
+/// crate's own (`libvmdump_compress_zstd.so`, `libvmdump_filter_pfn_ranges.so`),
+/// then the short one (`libvmdump_c_zlib.so`). `-` in a name is `_` in the
+/// file name, as cargo names a cdylib. A run opens only these files
+/// (issue 12): a shared object runs its constructors when it is opened, so
+/// no other file of a plugin directory is ever loaded by a dump.
+pub fn file_names(kind: Kind, name: &str) -> [String; 2] {
+    let stem = name.replace('-', "_");
+    let own = match kind {
+        Kind::Compressor => format!("libvmdump_compress_{stem}.so"),
+        Kind::Filter => format!("libvmdump_filter_{stem}.so"),
+    };
+    [own, format!("libvmdump_{stem}.so")]
+}
+
+/// Whether `name` can be part of a file name: letters, digits, `-`, `_`
+/// and `.` only, so that no name reaches outside the plugin directories
+/// (`--compress ../x`).
+pub fn is_file_name_safe(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+}
+
+/// The effective user id of this process (the owner of `/proc/self`, as
+/// for outputs), root when it cannot be read.
 fn effective_uid() -> u32 {
-    std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0)
+    vmdump_format::output::effective_uid().unwrap_or(0)
 }
 
 fn check_one(path: &Path, what: &str, uid: u32) -> Result<(), LoadError> {
@@ -137,6 +212,13 @@ mod tests {
         );
         let expected = ["/cli", "/profile", "/env1", "/env2", "/exe", SYSTEM_PLUGIN_DIR];
         assert_eq!(path.dirs(), expected.map(PathBuf::from));
+    }
+
+    #[test]
+    fn file_names_follow_the_workspace_crates() {
+        assert_eq!(file_names(Kind::Compressor, "zstd"), ["libvmdump_compress_zstd.so", "libvmdump_zstd.so"]);
+        assert_eq!(file_names(Kind::Compressor, "c-zlib")[1], "libvmdump_c_zlib.so");
+        assert_eq!(file_names(Kind::Filter, "pfn-ranges")[0], "libvmdump_filter_pfn_ranges.so");
     }
 
     #[test]

@@ -64,12 +64,8 @@ pub fn temporary_file(path: &Path, what: &str) -> anyhow::Result<File> {
         path.file_name().map_or("".into(), |n| n.to_string_lossy())
     );
     let temp = std::env::temp_dir().join(name);
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&temp)
-        .with_context(|| format!("cannot create {}", temp.display()))?;
+    // Mode 0600 like every output: it holds pages of the dump until closed.
+    let file = vmdump_format::output::create(&temp, false)?;
     let _ = std::fs::remove_file(&temp);
     Ok(file)
 }

@@ -46,7 +46,7 @@ pub use page::{PAGE_SIZE, PageKind, page, page_kind};
 use std::fs::File;
 use std::io;
 use std::ops::Range;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use vmdump_format::elf::write::{elf_header, note_program_header, program_header};
@@ -355,7 +355,8 @@ fn generate(spec: &SynthSpec, sink: &mut impl Sink) -> io::Result<SynthSummary> 
 }
 
 /// Writes a sparse synthetic vmcore to `path` (created mode 0600, as every
-/// file vmdump writes, or truncated).
+/// file vmdump writes, or truncated; a symbolic link is followed only to a
+/// regular file of this user: `vmdump_format::output::create`).
 ///
 /// # Errors
 ///
@@ -363,8 +364,7 @@ fn generate(spec: &SynthSpec, sink: &mut impl Sink) -> io::Result<SynthSummary> 
 /// if the [`KernelSpec`] does not fit in the RAM ([`kernel_layout`]).
 pub fn write(spec: &SynthSpec, path: &Path) -> io::Result<SynthSummary> {
     kernel_layout(spec)?;
-    let mut file =
-        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    let mut file = vmdump_format::output::create(path, true).map_err(io::Error::other)?;
     file.set_len(plan(spec).file_size)?;
     generate(spec, &mut file)
 }

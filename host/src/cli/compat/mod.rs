@@ -21,7 +21,6 @@ use options::{Handling, OPTIONS, Token};
 use super::Outcome;
 use super::dump::DumpArgs;
 use crate::level::DumpLevel;
-use crate::plugin::{Registry, SearchPath};
 use crate::profile::{Profile, ProfileSource};
 
 /// What a makedumpfile command line asks for.
@@ -240,7 +239,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Request> {
 fn check_params(request: &Request, base: &Profile, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
     let Request::Dump(dump, _) = request else { return Ok(()) };
     let profile = dump.apply_to(base.clone())?;
-    let registry = Registry::discover(SearchPath::from_process(plugin_dirs, &profile.plugins.dirs));
+    let registry = super::dump::registry_for(&profile, dump.elf, plugin_dirs);
     if profile.compress.plugin != "none" && !dump.elf {
         registry.compressor(&profile.compress.plugin)?;
     }
