@@ -53,9 +53,9 @@ report=$target/faults-report.txt
 cc=${CC:-cc}
 $cc -shared -fPIC -O1 -Wall -Werror -o "$work/faultshim.so" tests/faults/faultshim.c -ldl
 $cc -shared -fPIC -O1 -Wall -Werror -std=c11 -Isdk/include -DFAULT_COMPRESSOR \
-    -o "$work/plugins/libfault_zlib.so" tests/faults/fault_plugins.c -lz
+    -o "$work/plugins/libvmdump_compress_fault_zlib.so" tests/faults/fault_plugins.c -lz
 $cc -shared -fPIC -O1 -Wall -Werror -std=c11 -Isdk/include -DFAULT_FILTER \
-    -o "$work/plugins/libfault_filter.so" tests/faults/fault_plugins.c
+    -o "$work/plugins/libvmdump_filter_fault_filter.so" tests/faults/fault_plugins.c
 chmod 755 "$work/plugins"  # the host refuses plugin dirs others can write
 
 mnt="" main_pid=$BASHPID
