@@ -101,8 +101,9 @@ fn an_interrupted_dump_reads_as_incomplete_and_holds_whole_pages() {
         let read = libkdumpfile_compare(&out, &vmcore);
         assert_eq!(read.different, 0, "{signal}: {}", read.raw);
         assert!(read.equal < summary.ram_pages, "{signal}: the dump was not cut short: {}", read.raw);
-        if signal != "KILL" {
-            assert!(read.equal > 0, "{signal}: nothing written before the signal was kept: {}", read.raw);
-        }
+        // SIGKILL too: the 2nd bitmap is written through as each batch of
+        // descriptors reaches the disk, so the pages written before stay
+        // readable.
+        assert!(read.equal > 0, "{signal}: nothing written before the signal was kept: {}", read.raw);
     }
 }

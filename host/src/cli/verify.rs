@@ -71,7 +71,11 @@ pub fn run(args: &VerifyArgs, plugin_dirs: &[PathBuf], out: &mut impl Write) -> 
         anyhow::bail!("{name}: {} problems, the first: {first}", problems.count)
     }
     if reader.is_incomplete() {
-        writeln!(out, "{name}: the dump is INCOMPLETE: the run that wrote it did not finish")?;
+        let why = match stats.lost {
+            0 => "the run that wrote it did not finish".to_owned(),
+            lost => format!("{lost} pages are lost (never written, or unreadable in the input)"),
+        };
+        writeln!(out, "{name}: the dump is INCOMPLETE: {why}")?;
         if !args.allow_incomplete {
             anyhow::bail!("{name}: incomplete dump (--allow-incomplete accepts what it holds)")
         }

@@ -124,6 +124,25 @@ impl DumpableBitmap {
         Ok(())
     }
 
+    /// Writes the bytes of the current chunk that hold the bits of pfns
+    /// `from..=to` (those in the chunk), so that a run killed before the
+    /// chunk is complete leaves the pages it wrote readable.
+    fn write_through(&self, sink: &mut dyn Sink, from: u64, to: u64) -> Result<(), SinkError> {
+        let bits = 8 * self.chunk_bytes();
+        let chunk_start = self.index * bits;
+        if to < chunk_start {
+            return Ok(());
+        }
+        let first = (from.max(chunk_start) - chunk_start) / 8;
+        let last = ((to - chunk_start) / 8).min(self.chunk.len() as u64 - 1);
+        let at = self.index * self.chunk_bytes() + first;
+        if at < self.len {
+            let end = (last + 1).min(self.len - self.index * self.chunk_bytes());
+            sink.write_at(self.offset + at, &self.chunk[first as usize..end as usize])?;
+        }
+        Ok(())
+    }
+
     fn finish(&mut self, sink: &mut dyn Sink) -> Result<(), SinkError> {
         while self.index * self.chunk_bytes() < self.len {
             self.flush(sink)?;
@@ -250,6 +269,9 @@ impl<'s> KdumpWriter<'s> {
         if let Some(dumpable) = self.dumpable.as_mut() {
             for &pfn in &self.desc_pfns {
                 dumpable.mark(self.sink, pfn)?;
+            }
+            if let (Some(&from), Some(&to)) = (self.desc_pfns.first(), self.desc_pfns.last()) {
+                dumpable.write_through(self.sink, from, to)?;
             }
         }
         self.desc_pfns.clear();
