@@ -4,25 +4,14 @@
 
 mod support;
 
-use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use support::dumps::libkdumpfile_compare;
 use support::synthetic::{kernel_spec, synthetic};
-use support::{temp_dir, workspace_root};
+use support::{binary_alone, temp_dir, workspace_root};
 use vmdump_format::kdump::DiskDumpHeader;
 use vmdump_synth::Flavour;
-
-/// The vmdump binary copied into `dir`, with `makedumpfile` linked to it.
-fn binary_alone(dir: &Path) -> PathBuf {
-    let alone = dir.join("bin");
-    std::fs::create_dir_all(&alone).unwrap();
-    let binary = alone.join("vmdump");
-    std::fs::copy(env!("CARGO_BIN_EXE_vmdump"), &binary).unwrap();
-    symlink("vmdump", alone.join("makedumpfile")).unwrap();
-    binary
-}
 
 /// Runs `program` with no plugin path and the built-in profile, so nothing
 /// outside the folder is found (but the system plugin directory, absent here).

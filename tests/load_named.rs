@@ -8,24 +8,12 @@
 mod support;
 
 use std::ffi::OsStr;
-use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use support::synthetic::{kernel_spec, synthetic};
-use support::{build_c_plugin_with, temp_dir};
+use support::{binary_alone, build_c_plugin_with, temp_dir};
 use vmdump_synth::Flavour;
-
-/// The vmdump binary copied into `dir/bin` (its own directory is on the
-/// search path), with `makedumpfile` linked to it.
-fn binary_alone(dir: &Path) -> PathBuf {
-    let alone = dir.join("bin");
-    std::fs::create_dir_all(&alone).unwrap();
-    let binary = alone.join("vmdump");
-    std::fs::copy(env!("CARGO_BIN_EXE_vmdump"), &binary).unwrap();
-    symlink("vmdump", alone.join("makedumpfile")).unwrap();
-    binary
-}
 
 /// A shared object that is no plugin: its constructor writes `marker`.
 fn snooping_library(so: &Path, marker: &Path) {

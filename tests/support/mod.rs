@@ -5,6 +5,17 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The vmdump binary copied into `dir/bin` (its own directory is on the
+/// plugin search path), with `makedumpfile` linked to it.
+pub fn binary_alone(dir: &Path) -> PathBuf {
+    let alone = dir.join("bin");
+    std::fs::create_dir_all(&alone).unwrap();
+    let binary = alone.join("vmdump");
+    std::fs::copy(env!("CARGO_BIN_EXE_vmdump"), &binary).unwrap();
+    std::os::unix::fs::symlink("vmdump", alone.join("makedumpfile")).unwrap();
+    binary
+}
+
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("host/ has a parent").to_path_buf()
