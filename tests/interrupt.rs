@@ -107,3 +107,44 @@ fn an_interrupted_dump_reads_as_incomplete_and_holds_whole_pages() {
         assert!(read.equal > 0, "{signal}: nothing written before the signal was kept: {}", read.raw);
     }
 }
+
+/// A signal while the struct pages are classified (the first pass, before
+/// any page is written): the file is kept as an incomplete dump holding no
+/// page, not removed, and `verify --allow-incomplete` accepts it.
+#[test]
+fn a_dump_interrupted_in_its_first_pass_is_kept_as_incomplete() {
+    let dir = temp_dir("interrupt-first-pass");
+    let vmcore = dir.join("big.elf");
+    // 64 GiB of sparse RAM: the classification of 16 Mi struct pages takes
+    // about a second, the signal comes after 300 ms.
+    let synth = vmdump(
+        ["synth", "--size", "64G", "--data-percent", "1"]
+            .map(AsRef::as_ref)
+            .into_iter()
+            .chain([vmcore.as_os_str()]),
+    );
+    assert!(synth.status.success(), "{}", String::from_utf8_lossy(&synth.stderr));
+    let out = dir.join("out.kdump");
+    let child = Command::new(env!("CARGO_BIN_EXE_vmdump"))
+        .args(["dump", "--no-progress", "-d", "16"])
+        .args([&vmcore, &out])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start vmdump");
+    std::thread::sleep(Duration::from_millis(300));
+    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("run kill");
+    assert!(killed.success());
+    let output = child.wait_with_output().expect("wait for vmdump");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");
+    assert!(info_says_incomplete(&out), "the file is kept and reads as incomplete: {stderr}");
+    let accepted = vmdump(
+        ["verify", "--allow-incomplete", "--against"]
+            .map(AsRef::as_ref)
+            .into_iter()
+            .chain([vmcore.as_os_str(), out.as_os_str()]),
+    );
+    let text = String::from_utf8_lossy(&accepted.stdout);
+    assert!(accepted.status.success() && text.contains("; 0 problems"), "{text}");
+}

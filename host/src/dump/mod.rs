@@ -298,7 +298,16 @@ fn dump_kdump(
 ) -> Result<DumpReport, DumpError> {
     let machine = input_machine(plan)?;
     write_unfinished_header(plan, sink, machine, piece.as_ref())?;
-    let pass = first_pass(plan, sink, piece.as_ref())?;
+    let pass = match first_pass(plan, sink, piece.as_ref()) {
+        // A signal while the pages are classified: the file already reads as
+        // an incomplete dump (holding no page yet), so it is kept as one.
+        Err(e @ DumpError::Interrupted(_)) if plan.run().close_incomplete => {
+            sink.finish()?;
+            let max_mapnr = plan.ram().max_pfn();
+            return Ok(DumpReport::new(plan, Counts::default(), max_mapnr, 0, Some(e.to_string())));
+        }
+        other => other?,
+    };
     let preamble = Preamble {
         header: preamble_header(plan, &pass.layout, machine),
         sub_header: sub_header(plan, &pass.layout, machine, piece.as_ref()),
