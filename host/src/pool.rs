@@ -120,6 +120,42 @@ where
     })
 }
 
+/// [`run_ordered`] on the calling thread alone, with one slot: fill, work,
+/// drain, again, for a machine with one CPU, where the pipeline's threads
+/// would only hand the slot to each other. Same results, same errors; a
+/// panic of any of the three is returned as [`Panicked`] too.
+pub fn run_inline<S, W, E, Fill, New, Work, Drain>(
+    mut slot: S,
+    mut fill: Fill,
+    new_worker: New,
+    work: Work,
+    mut drain: Drain,
+) -> (Vec<W>, Result<(), E>)
+where
+    E: From<Panicked>,
+    Fill: FnMut(&mut S) -> Result<bool, E>,
+    New: Fn() -> W,
+    Work: Fn(&mut W, &mut S),
+    Drain: FnMut(&mut S) -> Result<(), E>,
+{
+    let thread = "vmdump-main";
+    let panicked =
+        |payload: Box<dyn std::any::Any + Send>| E::from(Panicked::from_payload(thread, &*payload));
+    let mut state = match catch_unwind(AssertUnwindSafe(new_worker)) {
+        Ok(state) => state,
+        Err(payload) => return (Vec::new(), Err(panicked(payload))),
+    };
+    let ended = catch_unwind(AssertUnwindSafe(|| {
+        while fill(&mut slot)? {
+            work(&mut state, &mut slot);
+            drain(&mut slot)?;
+        }
+        Ok(())
+    }))
+    .unwrap_or_else(|payload| Err(panicked(payload)));
+    (vec![state], ended)
+}
+
 /// Fills slots until the input ends, `fill` fails or panics, or the writer
 /// stops. Returns how many slots it sent, and the error.
 fn read_loop<S, E: From<Panicked>>(
@@ -360,5 +396,41 @@ mod tests {
         });
         assert_eq!(start.0, 0);
         assert!(matches!(&start.1, Err(Stop::Panicked(p)) if p.message == "no context"), "{:?}", start.1);
+    }
+
+    #[test]
+    fn inline_gives_the_same_slots_and_the_same_errors() {
+        let mut next = 0u64;
+        let mut seen = Vec::new();
+        let (states, ended) = run_inline::<_, u64, Stop, _, _, _, _>(
+            0u64,
+            |slot| {
+                (*slot, next) = (next, next + 1);
+                Ok(next <= 200)
+            },
+            || 0,
+            |count, slot| {
+                *slot *= 10;
+                *count += 1;
+            },
+            |slot| {
+                seen.push(*slot);
+                if *slot == 1000 { Err(Stop::Failed("disk full")) } else { Ok(()) }
+            },
+        );
+        assert_eq!(ended, Err(Stop::Failed("disk full")));
+        assert_eq!(seen, (0..=100).map(|i| i * 10).collect::<Vec<_>>());
+        assert_eq!(states, vec![101]);
+        let (_, ended) = run_inline::<_, (), Stop, _, _, _, _>(
+            0u64,
+            |slot| {
+                *slot += 1;
+                Ok(true)
+            },
+            || (),
+            |_, slot| assert!(*slot != 7, "bad page 7"),
+            |_| Ok(()),
+        );
+        assert!(matches!(&ended, Err(Stop::Panicked(p)) if p.message == "bad page 7"), "{ended:?}");
     }
 }

@@ -51,20 +51,23 @@ pub fn run_pages(
     let sparse = plan.exclusion().metadata().is_some();
     let ranges = reader_ranges(plan, pass.piece)?;
     let mut reader = BatchReader::new(input, ranges, run.batch_pages, run.read_mode, sparse);
-    let slots = (0..4 * pass.threads + 4).map(|_| Slot::default()).collect();
     let codec = plan.codec().filter(|_| pass.encode);
     let mut lost = LostPages::default();
-    let (workers, ran) = crate::pool::run_ordered(
-        slots,
-        pass.threads,
-        |slot: &mut Slot| reader.fill(&mut slot.pages),
-        || Worker::new(codec.map_or_else(PageEncoder::raw, Codec::encoder), plan.exclusion().content_stage()),
-        |worker: &mut Worker<'_>, slot: &mut Slot| worker.encode(slot),
-        |slot: &mut Slot| {
-            lost.note(slot);
-            drain(slot)
-        },
-    );
+    let fill = |slot: &mut Slot| reader.fill(&mut slot.pages);
+    let new_worker =
+        || Worker::new(codec.map_or_else(PageEncoder::raw, Codec::encoder), plan.exclusion().content_stage());
+    let work = |worker: &mut Worker<'_>, slot: &mut Slot| worker.encode(slot);
+    let drain = |slot: &mut Slot| {
+        lost.note(slot);
+        drain(slot)
+    };
+    // One worker on one CPU: threads would only hand the slots to each other.
+    let (workers, ran) = if pass.threads == 1 && run.cpus == 1 {
+        crate::pool::run_inline(Slot::default(), fill, new_worker, work, drain)
+    } else {
+        let slots = (0..4 * pass.threads + 4).map(|_| Slot::default()).collect();
+        crate::pool::run_ordered(slots, pass.threads, fill, new_worker, work, drain)
+    };
     let (mut content, mut encode) = (Counts::default(), EncodeStats::default());
     for worker in &workers {
         content.absorb(worker.content_counts());
