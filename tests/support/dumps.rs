@@ -23,6 +23,17 @@ where
         .expect("run vmdump")
 }
 
+/// Runs `vmdump verify --allow-incomplete --against SOURCE DUMP`, asserts
+/// that what the incomplete dump holds verifies with 0 problems (`case`
+/// names the case in the message), and returns the output.
+pub fn assert_verifies_incomplete(dump: &Path, source: &Path, case: &str) -> String {
+    let args = ["verify", "--allow-incomplete", "--against"].map(AsRef::as_ref);
+    let out = vmdump(args.into_iter().chain([source.as_os_str(), dump.as_os_str()]));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success() && text.contains("; 0 problems"), "{case}: {text}");
+    text
+}
+
 /// Runs vmdump and asserts success; returns stderr (the report).
 pub fn vmdump_ok<I, S>(args: I) -> String
 where

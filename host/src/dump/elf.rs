@@ -215,7 +215,7 @@ impl ElfOut<'_, '_> {
     /// Writes the slot's data: in one write, or, when it has lost pages,
     /// piece by piece with a zero page in place of each.
     fn write_data(&mut self, slot: &Slot) -> Result<(), DumpError> {
-        if !slot.records.contains(&PageRecord::Lost) {
+        if slot.pages.lost().is_empty() {
             return Ok(self.sink.write_at(self.data_end, &slot.data)?);
         }
         let zero = vec![0u8; self.segments.page_size as usize];

@@ -31,6 +31,11 @@ pub struct LostPages {
 impl LostPages {
     /// Notes the lost pages of a slot the writer is about to write.
     pub fn note(&mut self, slot: &Slot) {
+        // The batch's lost ranges are where its Lost records are: most
+        // batches have none, and cost no look at their records.
+        if slot.pages.lost().is_empty() {
+            return;
+        }
         for (pfn, record) in (slot.pages.first_pfn()..).zip(&slot.records) {
             if *record == PageRecord::Lost {
                 self.add(pfn);
