@@ -307,5 +307,6 @@ fn open_codec(
         );
     }
     let codec = Codec::new(plugin, &profile.plugin_params(), host, input.page_size() as usize)?;
-    Ok(Some(codec.skipping_random_pages(profile.compress.skip_random)))
+    let skip_random = profile.compress.skips_random_pages(plugin.info.format);
+    Ok(Some(codec.skipping_random_pages(skip_random)))
 }
