@@ -3,8 +3,16 @@
 level, same page format, runs alternated, medians compared as ratios.
 A benchmark, never a test: it prints, it does not judge.
 
-usage: dump_vs_makedumpfile.py [--runs N] [--zlib-level L] [--formats | --refilter] [--pin CPU]
+usage: dump_vs_makedumpfile.py [--runs N] [--formats | --refilter] [--pin CPU] [--limit CODEC_LIMIT]
                                VMDUMP VMCORE...
+
+By default: vmdump called as makedumpfile with makedumpfile's own options
+(so the same format) for -c and -l at -d 1 and -d 31; the default profile
+against makedumpfile -l -d 1; --num-threads 2 against 1 (zlib, -d 1; with
+--pin, the two threads get CPUs 0 and 1). --limit adds, for every codec
+(-p and -z too, which Debian's makedumpfile lacks), the time the codec alone
+needs for the pages the dump keeps (bench/src/bin/codec-limit.rs) against
+the whole dump's.
 
 --formats compares the other outputs instead: ELF (-E), split into 3 pieces
 (sizes summed), reassembly, and refiltering a dump file (vmdump convert).
@@ -45,6 +53,7 @@ def run(cmd, out):
     return seconds, usage.ru_maxrss / 1024, sum(map(os.path.getsize, glob.glob(glob.escape(out) + "*")))
 
 
+
 def compare(name, a, b, runs, tmp):
     """a and b are (label, command builder); returns the row of medians."""
     results = {a[0]: [], b[0]: []}
@@ -58,55 +67,97 @@ def compare(name, a, b, runs, tmp):
     print(f"{name:<34} {a[0]:>22} {ta:7.2f}s {sa:>12,} B {ra:6.1f} MiB | "
           f"{b[0]:>22} {tb:7.2f}s {sb:>12,} B {rb:6.1f} MiB | "
           f"speed {tb / ta:5.2f}x  size {sa / sb:5.3f}x  RSS {ra / rb:5.2f}x")
+    return ta, sa, ra
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--zlib-level", type=int, default=2)
-    p.add_argument("--zlib-profile", default="config/zlib.toml")
     p.add_argument("--formats", action="store_true")
     p.add_argument("--refilter", action="store_true")
     p.add_argument("--pin")
+    p.add_argument("--limit", help="the codec-limit benchmark binary: adds the codec-alone rows")
     p.add_argument("vmdump")
     p.add_argument("vmcores", nargs="+")
     args = p.parse_args()
     if args.pin is not None:
         global PIN
         PIN = ["taskset", "-c", args.pin]
-    def vm(vmcore, *opts, level=1):
-        return lambda out: [args.vmdump, "dump", "--no-progress", "-d", str(level), *opts, vmcore, out]
-
-    def mdf(vmcore, *opts, level=1):
-        return lambda out: ["makedumpfile", *opts, "-d", str(level), vmcore, out]
     print(f"medians of {args.runs} alternating runs; ratios: speed = other time / first time, "
-          f"size and RSS = first / other")
+          f"size and RSS = first / other" + (f"; every run pinned to CPU {args.pin}" if args.pin else ""))
     with tempfile.TemporaryDirectory(prefix="vmdump-bench-", dir=os.environ.get("BENCH_TMP")) as tmp:
-        if args.formats or args.refilter:
-            for vmcore in args.vmcores:
-                (formats if args.formats else refilter)(args, vmcore, tmp)
-            return
         for vmcore in args.vmcores:
-            name = os.path.basename(vmcore)
-            z = f"zlib:{args.zlib_level}"
-            zp = ("--profile", args.zlib_profile, "--compress", z)
-            compare(f"{name} zlib, 1 thread",
-                    (f"vmdump {z} -t1", vm(vmcore, *zp, "--threads", "1")),
-                    ("makedumpfile -c", mdf(vmcore, "-c")), args.runs, tmp)
-            compare(f"{name} lzo, 1 thread",
-                    ("vmdump lzo -t1", vm(vmcore, "--compress", "lzo", "--threads", "1")),
-                    ("makedumpfile -l", mdf(vmcore, "-l")), args.runs, tmp)
-            # Whole runs as users run them: vmdump on every core (its
-            # default), makedumpfile single-threaded (its default).
-            compare(f"{name} -d 31 lzo, defaults",
-                    ("vmdump lzo -d31", vm(vmcore, "--compress", "lzo", level=31)),
-                    ("makedumpfile -l -d31", mdf(vmcore, "-l", level=31)), args.runs, tmp)
-            compare(f"{name} -d 31 zlib, defaults",
-                    (f"vmdump {z} -d31", vm(vmcore, *zp, level=31)),
-                    ("makedumpfile -c -d31", mdf(vmcore, "-c", level=31)), args.runs, tmp)
-            compare(f"{name} zlib, 2 threads vs 1",
-                    (f"vmdump {z} -t2", vm(vmcore, *zp, "--threads", "2")),
-                    (f"vmdump {z} -t1", vm(vmcore, *zp, "--threads", "1")), args.runs, tmp)
+            if args.formats:
+                formats(args, vmcore, tmp)
+            elif args.refilter:
+                refilter(args, vmcore, tmp)
+            else:
+                dumps(args, vmcore, tmp)
+
+
+# makedumpfile's page formats: the option and the codec it names.
+CODECS = (("-c", "zlib"), ("-l", "lzo"), ("-p", "snappy"), ("-z", "zstd"))
+
+
+def dumps(args, vmcore, tmp):
+    """vmdump called as makedumpfile with makedumpfile's options, so the same
+    format, for -c and -l at -d 1 and -d 31 (and -p, -z with --limit); the
+    default profile against makedumpfile -l -d 1; two threads against one."""
+    name, v = os.path.basename(vmcore), args.vmdump
+    vm = lambda *opts: lambda out: [v, "makedumpfile", *opts, vmcore, out]
+    mdf = lambda *opts: lambda out: ["makedumpfile", *opts, vmcore, out]
+    for level in ("1", "31"):
+        for flag, codec in CODECS:
+            if flag in ("-p", "-z") and not args.limit:
+                continue
+            opts = (flag, "-d", level)
+            if flag in ("-c", "-l"):
+                row = compare(f"{name} {flag} -d {level}", (f"vmdump {flag}", vm(*opts)),
+                              (f"makedumpfile {flag}", mdf(*opts)), args.runs, tmp)
+                seconds = row[0]
+            else:  # makedumpfile 1.7.2 on Debian has no snappy or zstd
+                seconds = timed_alone(vm(*opts), args.runs, tmp)
+            if args.limit:
+                codec_limit(args, vmcore, level, codec, seconds, tmp)
+    compare(f"{name} default profile", ("vmdump dump", lambda o: [v, "dump", "--no-progress", vmcore, o]),
+            ("makedumpfile -l -d 1", mdf("-l", "-d", "1")), args.runs, tmp)
+    # Two threads against one, zlib -d 1: the scaling of the pool.
+    pin2, pin1 = PIN, PIN
+    if PIN:
+        pin2, pin1 = ["taskset", "-c", "0,1"], ["taskset", "-c", args.pin]
+    t2 = with_pin(pin2, lambda: timed_alone(vm("-c", "-d", "1", "--num-threads", "2"), args.runs, tmp))
+    t1 = with_pin(pin1, lambda: timed_alone(vm("-c", "-d", "1", "--num-threads", "1"), args.runs, tmp))
+    print(f"{name + ' -c -d 1 two cores':<34} --num-threads 2 {t2:7.3f}s | --num-threads 1 {t1:7.3f}s | "
+          f"speed {t1 / t2:5.2f}x")
+
+
+def with_pin(pin, f):
+    """Runs f with PIN set to pin."""
+    global PIN
+    saved, PIN = PIN, pin
+    try:
+        return f()
+    finally:
+        PIN = saved
+
+
+def timed_alone(build, runs, tmp):
+    """The median seconds of runs of one command."""
+    out = os.path.join(tmp, "alone")
+    return statistics.median(run(build(out), out)[0] for _ in range(runs))
+
+
+def codec_limit(args, vmcore, level, codec, dump_seconds, tmp):
+    """The codec alone on the pages a -d LEVEL dump keeps (from a dump of raw
+    pages), against the whole dump's median time."""
+    raw = os.path.join(tmp, f"raw-d{level}-{os.path.basename(vmcore)}")
+    if not os.path.exists(raw):
+        subprocess.run([args.vmdump, "makedumpfile", "-d", level, vmcore, raw], check=True, capture_output=True)
+    out = subprocess.run(PIN + [args.limit, "--only", codec, raw], check=True, capture_output=True, text=True)
+    row = next(line for line in out.stdout.splitlines() if line.startswith(codec + " "))
+    seconds = float(row.split()[1])
+    print(f"{'  codec alone, ' + codec + ' -d ' + level:<34} {seconds:7.3f}s | whole dump {dump_seconds:7.3f}s | "
+          f"dump / codec {dump_seconds / seconds:5.2f}x")
 
 
 def formats(args, vmcore, tmp):

@@ -39,6 +39,7 @@ while (($#)); do
 done
 ((${#variants[@]})) || variants=(max a57)
 [[ $(id -u) -eq 0 ]] || { echo "arm64-test.sh: run as root (make-arm64-fixture.sh needs it)" >&2; exit 1; }
+ensure_build_deps
 [[ -x target/release/vmdump ]] || cargo build --release --locked -p vmdump
 ensure_drgn
 drgn_python=${VMDUMP_DRGN_VENV:-$PWD/target/venv-drgn}/bin/python

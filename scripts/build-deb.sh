@@ -100,8 +100,8 @@ write_copyright() {
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: vmdump
 Comment: The source of vmdump (host, SDK, plugins) is MIT OR Apache-2.0,
- except the LZO code (plugins/compress-lzo, and the crate lzo1x it builds on),
- which is GPL-2.0. The Rust crates listed below are compiled into
+ except the LZO code (plugins/compress-lzo, which links Debian's liblzo2 and
+ decodes with the crate lzo1x), which is GPL-2.0. The Rust crates listed below are compiled into
  /usr/sbin/vmdump and the plugins (linked statically), so their licences apply
  to those files as well.
  .

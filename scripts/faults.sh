@@ -38,7 +38,8 @@ while (($#)); do
 done
 
 source scripts/lib/tools.sh
-apt_ensure cc:gcc timeout:coreutils
+ensure_build_deps
+apt_ensure timeout:coreutils
 # the compressor plugin links zlib: its header comes with zlib1g-dev
 [[ -f /usr/include/zlib.h ]] || apt_ensure zlib1g-dev:zlib1g-dev
 target=${CARGO_TARGET_DIR:-$PWD/target}

@@ -56,6 +56,8 @@ compiled_in VMDUMP_PLUGIN_DIR "$PLUGINDIR" /usr/lib/vmdump/plugins
 compiled_in VMDUMP_SYSCONFDIR "$SYSCONFDIR" /etc
 release=${CARGO_TARGET_DIR:-target}/release
 if ((build)); then
+    source scripts/lib/tools.sh
+    ensure_build_deps
     cargo build --release --locked -p vmdump "${features[@]}"
     packages=()
     for plugin in "${plugins[@]}"; do packages+=(-p "${plugin%%:*}"); done

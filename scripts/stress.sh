@@ -31,6 +31,7 @@ while (($#)); do
 done
 
 source scripts/lib/tools.sh
+ensure_build_deps
 apt_ensure makedumpfile:makedumpfile taskset:util-linux
 
 target=${CARGO_TARGET_DIR:-$PWD/target}

@@ -4,13 +4,16 @@
 
 # Installs the Debian packages whose commands are missing.
 # Arguments: "command:package" pairs; "py/MODULE:package" checks that
-# Debian's /usr/bin/python3 imports MODULE.
+# Debian's /usr/bin/python3 imports MODULE; "deb/PACKAGE:package" that the
+# package (a library's -dev) is installed.
 apt_ensure() {
     local missing=()
     for pair in "$@"; do
         local cmd=${pair%%:*} pkg=${pair#*:}
         if [[ $cmd == py/* ]]; then
             /usr/bin/python3 -c "import ${cmd#py/}" 2>/dev/null || missing+=("$pkg")
+        elif [[ $cmd == deb/* ]]; then
+            dpkg-query -W -f '${Status}' "${cmd#deb/}" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
         else
             command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
         fi
@@ -25,7 +28,14 @@ apt_ensure() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# What the build links besides crates: a C compiler (libdeflate, the C
+# plugin) and liblzo2 (the lzo codec: makedumpfile's own LZO encoder).
+ensure_build_deps() {
+    apt_ensure cc:gcc deb/liblzo2-dev:liblzo2-dev
+}
+
 ensure_test_tools() {
+    ensure_build_deps
     apt_ensure cc:gcc zstd:zstd makedumpfile:makedumpfile py/kdumpfile:python3-libkdumpfile groff:groff-base
     ensure_drgn
 }

@@ -12,10 +12,11 @@
 //! pages are in memory. Zero pages are left out: a dump stores them as one
 //! shared page (or excludes them) without calling the codec.
 //!
-//! Usage: codec-limit [--deflate] [--plugin FILE[,key=value...]]... DUMP
-//!   without --deflate: the codecs `zlib`, `lzo`, `snappy`, `zstd` as a
-//!   dump finds them (files on the plugin path, else built in), with their
-//!   default parameters, through the host's page encoder;
+//! Usage: codec-limit [--deflate | --only CODEC] [--plugin FILE[,key=value...]]... DUMP
+//!   without --deflate: the codecs `zlib`, `lzo`, `snappy`, `zstd` (or the
+//!   one of --only) as a dump finds them (files on the plugin path, else
+//!   built in), with their default parameters, through the host's page
+//!   encoder, which skips random-looking pages for zlib as a dump does;
 //!   --plugin: a compressor file too, with its parameters (an ISA-L zlib).
 
 use std::path::Path;
@@ -34,10 +35,12 @@ const ROUNDS: usize = 5;
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut deflate, mut plugins, mut dump) = (false, Vec::new(), None);
+    let mut codecs = vec!["zlib".to_owned(), "lzo".into(), "snappy".into(), "zstd".into()];
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--deflate" => deflate = true,
             "--plugin" => plugins.push(args.next().expect("--plugin FILE[,key=value...]")),
+            "--only" => codecs = vec![args.next().expect("--only CODEC")],
             _ => dump = Some(arg),
         }
     }
@@ -52,10 +55,11 @@ fn main() {
         deflate_candidates(&mut table);
     } else {
         let path = SearchPath::from_process(&[], &[]);
-        for name in ["zlib", "lzo", "snappy", "zstd"] {
+        for name in &codecs {
             let (found, _) = find_compressor(&path, name);
             let found = found.unwrap_or_else(|| panic!("no compressor `{name}`"));
-            table.through_host(&format!("{name} ({})", found.origin), &found, &Params::default());
+            println!("{name}: {}", found.origin);
+            table.through_host(name, &found, &Params::default());
         }
     }
     for spec in &plugins {
@@ -145,6 +149,8 @@ impl Table<'_> {
     /// A row for `plugin` driven as a dump drives it: the host's encoder.
     fn through_host(&self, name: &str, plugin: &LoadedCompressor, params: &Params) -> usize {
         let codec = Codec::new(plugin, params, Arc::new(StderrHost), PAGE_SIZE).expect("init");
+        let skip_random = vmdump::profile::CompressSection::default().skips_random_pages(plugin.info.format);
+        let codec = codec.skipping_random_pages(skip_random);
         let mut encoder = codec.encoder();
         self.row(name, |page, _| match encoder.encode(page) {
             Encoded::Compressed(bytes, _) => bytes.len(),
