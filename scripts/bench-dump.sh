@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/tools.sh
 apt_ensure makedumpfile:makedumpfile zstd:zstd
+ensure_build_deps
 prepare_fixtures
 cargo build --release --locked
 opts=() vmcores=()

@@ -40,7 +40,7 @@ done
 source scripts/lib/tools.sh
 apt_ensure cc:gcc timeout:coreutils
 # the compressor plugin links zlib: its header comes with zlib1g-dev
-[[ -f /usr/include/zlib.h ]] || apt_ensure zlib1g-dev:zlib1g-dev
+apt_ensure /usr/include/zlib.h:zlib1g-dev
 target=${CARGO_TARGET_DIR:-$PWD/target}
 vmdump=$target/release/vmdump
 [[ -x $vmdump ]] || cargo build --release --locked -p vmdump

@@ -7,6 +7,8 @@
 # Usage: scripts/run.sh [vmdump dump options...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/tools.sh
+ensure_build_deps
 cargo build --release --locked
 mkdir -p target/demo
 vmdump=target/release/vmdump
