@@ -24,14 +24,14 @@
  * shrink, which isal_deflate does not do at level 0 (a random page grew to
  * 5,551 bytes there), and it is as fast at every level (README.md).
  *
- * Levels 1 and 2 of ISA-L 2.30 are not reproducible: on a few pages in ten
- * thousand they write other bytes (a valid stream of the same page)
- * depending on where in memory the context sits: two contexts that compressed
- * the same pages differ, a run with ASLR off repeats itself; with either
- * API (intel/isa-l#140 asks for deterministic output). Levels 0 and 3 gave
- * the same bytes from every context in every trial, so that a dump with them
- * is byte-identical for any number of workers, like one with vmdump's own
- * codecs. Hence the default, level 3 (README.md has the figures).
+ * Levels 1 and 2 of ISA-L 2.30 are not reproducible, with this API or with
+ * isal_deflate: on a few pages in ten thousand they write other bytes (a
+ * valid stream of the same page) depending on where in memory the context
+ * sits (two contexts fed the same pages differ; with ASLR off a run repeats
+ * itself; intel/isa-l#140 asks for deterministic output). Levels 0 and 3
+ * gave the same bytes from every context in every trial, so that a dump with
+ * them is byte-identical for any number of workers, like one with vmdump's
+ * own codecs. Hence the default, level 3 (README.md has the figures).
  */
 #include <errno.h>
 #include <isa-l/igzip_lib.h>
