@@ -4,7 +4,8 @@
 #
 #   vmdump               /usr/sbin/vmdump, the plugins, the header, the man page,
 #                        /etc/vmdump/vmdump.toml (a conffile), the initramfs-tools
-#                        hook and the dracut module
+#                        hook and the dracut module; the ISA-L zlib in
+#                        /usr/lib/vmdump/plugins-isal, off until a profile names it
 #   vmdump-makedumpfile  vmdump as makedumpfile: /usr/bin/makedumpfile and
 #                        /usr/sbin/makedumpfile are symlinks to vmdump, and the
 #                        distribution's files of those names are diverted
@@ -49,6 +50,11 @@ ensure_tools() {
         apt_install dpkg-dev
     fi
     if ((lintian)); then command -v lintian >/dev/null || apt_install lintian; fi
+    # The lzo codec links liblzo2; the C plugins build against the system
+    # zlib and ISA-L (as scripts/lib/tools.sh ensure_build_deps).
+    [[ -e /usr/include/lzo/lzo1x.h ]] || apt_install liblzo2-dev
+    [[ -e /usr/include/zlib.h ]] || apt_install zlib1g-dev
+    [[ -e /usr/include/isa-l/igzip_lib.h ]] || apt_install libisal-dev
 }
 
 # The version of the workspace ([workspace.package] in Cargo.toml).
@@ -68,7 +74,7 @@ stage() {
 strip_elf() {
     local root=$1 f
     strip --remove-section=.comment --remove-section=.note "$root/usr/sbin/vmdump"
-    for f in "$root"/usr/lib/vmdump/plugins/*.so; do
+    for f in "$root"/usr/lib/vmdump/plugins/*.so "$root"/usr/lib/vmdump/plugins-isal/*.so; do
         strip --remove-section=.comment --remove-section=.note --strip-unneeded "$f"
     done
 }
@@ -120,9 +126,11 @@ EOF
 EOF
         fi
         cat <<EOF
- The plugins in /usr/lib/vmdump/plugins, the header
- /usr/include/vmdump/vmdump_plugin.h, the profile /etc/vmdump/vmdump.toml, the
- initramfs-tools hook and the dracut module are MIT OR Apache-2.0.
+ The plugins in /usr/lib/vmdump/plugins and /usr/lib/vmdump/plugins-isal, the
+ header /usr/include/vmdump/vmdump_plugin.h, the profiles
+ /etc/vmdump/vmdump.toml and /usr/share/vmdump/isal-zlib.toml, the
+ initramfs-tools hook and the dracut module are MIT OR Apache-2.0. The ISA-L
+ zlib plugin links the system's ISA-L (package libisal2) dynamically.
 
 Files: *
 Copyright: ${years} the vmdump developers
@@ -168,7 +176,7 @@ installed_size() {
 # Depends of the ELF files under $1, from dpkg-shlibdeps (it wants a debian/control).
 shlib_depends() {
     local root=$1 tmp elf args=()
-    for elf in "$root"/usr/sbin/vmdump "$root"/usr/lib/vmdump/plugins/*.so; do
+    for elf in "$root"/usr/sbin/vmdump "$root"/usr/lib/vmdump/plugins/*.so "$root"/usr/lib/vmdump/plugins-isal/*.so; do
         args+=("-e$elf")
     done
     tmp=$(mktemp -d)
@@ -225,7 +233,9 @@ build_vmdump() {
  vmcore) into a small kdump-compressed file that crash, libkdumpfile, drgn and
  makedumpfile read. Compressors and filters are plugins behind a stable C ABI
  (the header is /usr/include/vmdump/vmdump_plugin.h); $(builtin_codecs "$root")
- are built in.
+ are built in. A zlib over Intel's ISA-L ships in /usr/lib/vmdump/plugins-isal,
+ used only where a profile names that directory
+ (/usr/share/vmdump/isal-zlib.toml).
  .
  Started under the name makedumpfile it takes makedumpfile's options; the
  package vmdump-makedumpfile installs it under that name. An initramfs-tools

@@ -38,10 +38,8 @@ while (($#)); do
 done
 
 source scripts/lib/tools.sh
-ensure_build_deps
+ensure_build_deps  # the fault plugins link zlib too
 apt_ensure timeout:coreutils
-# the compressor plugin links zlib: its header comes with zlib1g-dev
-[[ -f /usr/include/zlib.h ]] || apt_ensure zlib1g-dev:zlib1g-dev
 target=${CARGO_TARGET_DIR:-$PWD/target}
 vmdump=$target/release/vmdump
 [[ -x $vmdump ]] || cargo build --release --locked -p vmdump

@@ -163,6 +163,8 @@ fi
 
 # 2. seeds
 echo "== seeds"
+source scripts/lib/tools.sh
+ensure_build_deps
 cargo build --release --locked -q
 cargo run --release --locked -q -p vmdump-fuzzing --example fuzz_seeds -- "$FUZZ/seeds"
 VMDUMP=$MAIN_TARGET/release/vmdump

@@ -4,6 +4,9 @@
 #   $PREFIX/sbin/vmdump                      the binary (zlib, zstd, lzo, snappy built in)
 #   $PLUGINDIR/*.so                          the plugins that are not built in
 #                                            (c-zlib, filter-pfn-ranges, filter-pattern)
+#   $PLUGINDIR-isal/libvmdump_compress_zlib.so  the ISA-L zlib, which replaces the built-in
+#                                            zlib only where a profile names its directory
+#   $PREFIX/share/vmdump/isal-zlib.toml      that profile (config/isal-zlib.toml)
 #   $PREFIX/include/vmdump/vmdump_plugin.h   the plugin contract, for vendors
 #   $PREFIX/share/man/man1/vmdump.1          the man page
 #   $SYSCONFDIR/vmdump/vmdump.toml           the system profile (kept if it exists)
@@ -29,6 +32,9 @@ build=1 features=()
 # not built in.
 plugins=(vmdump-compress-c-zlib:libvmdump_c_zlib.so vmdump-filter-pfn-ranges:libvmdump_filter_pfn_ranges.so
     vmdump-filter-pattern:libvmdump_filter_pattern.so)
+# Named like the built-in zlib (it replaces it by name), so kept apart: in
+# $PLUGINDIR it would replace it for every run (build.rs of the crate).
+isal=vmdump-compress-isal-zlib:isal/libvmdump_compress_zlib.so
 while (($#)); do
     case $1 in
         --destdir) DESTDIR=$2; shift 2 ;;
@@ -37,11 +43,12 @@ while (($#)); do
         --plugindir) PLUGINDIR=$2; shift 2 ;;
         --no-build) build=0; shift ;;
         --no-lzo) features=(--no-default-features) plugins+=(vmdump-compress-lzo-so:libvmdump_compress_lzo.so); shift ;;
-        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
 PLUGINDIR=${PLUGINDIR:-$PREFIX/lib/vmdump/plugins}
+ISALDIR=$PLUGINDIR-isal
 for dir in "$PREFIX" "$SYSCONFDIR" "$PLUGINDIR"; do
     [[ $dir == /* ]] || { echo "install.sh: $dir is not an absolute path" >&2; exit 2; }
 done
@@ -60,7 +67,7 @@ if ((build)); then
     ensure_build_deps
     cargo build --release --locked -p vmdump "${features[@]}"
     packages=()
-    for plugin in "${plugins[@]}"; do packages+=(-p "${plugin%%:*}"); done
+    for plugin in "${plugins[@]}" "$isal"; do packages+=(-p "${plugin%%:*}"); done
     cargo build --release --locked "${packages[@]}"
 fi
 # The directories the binary was built for (`vmdump plugins` names them).
@@ -78,6 +85,11 @@ install -d -m 0755 "$root$PLUGINDIR"
 for plugin in "${plugins[@]}"; do
     install -m 0644 "$release/${plugin#*:}" "$root$PLUGINDIR/${plugin#*:}"
 done
+install -d -m 0755 "$root$ISALDIR"
+install -m 0644 "$release/${isal#*:}" "$root$ISALDIR/libvmdump_compress_zlib.so"
+install -d -m 0755 "$root$PREFIX/share/vmdump"
+sed "s|\"/usr/lib/vmdump/plugins-isal\"|\"$ISALDIR\"|" config/isal-zlib.toml >"$root$PREFIX/share/vmdump/isal-zlib.toml"
+chmod 0644 "$root$PREFIX/share/vmdump/isal-zlib.toml"
 install -D -m 0644 sdk/include/vmdump_plugin.h "$root$PREFIX/include/vmdump/vmdump_plugin.h"
 install -D -m 0644 man/vmdump.1 "$root$PREFIX/share/man/man1/vmdump.1"
 profile=$root$SYSCONFDIR/vmdump/vmdump.toml
@@ -97,4 +109,5 @@ install_naming_paths() {
 }
 install_naming_paths dist/initramfs-tools/hooks/vmdump "$root$PREFIX/share/initramfs-tools/hooks/vmdump"
 install_naming_paths dist/dracut/95vmdump/module-setup.sh "$root$PREFIX/lib/dracut/modules.d/95vmdump/module-setup.sh"
-echo "installed vmdump into ${root:-/}: $PREFIX/sbin/vmdump, plugins in $PLUGINDIR, profile $SYSCONFDIR/vmdump/vmdump.toml"
+echo "installed vmdump into ${root:-/}: $PREFIX/sbin/vmdump, plugins in $PLUGINDIR, profile $SYSCONFDIR/vmdump/vmdump.toml," \
+    "the ISA-L zlib in $ISALDIR (on with $PREFIX/share/vmdump/isal-zlib.toml)"

@@ -323,6 +323,16 @@ lists_plugins() {
     done
 }
 
+# The ISA-L zlib is shipped where no run looks unless told (lists_plugins:
+# zlib is still the built-in one); with its directory, zlib is that file.
+isal_zlib_off_until_asked() {
+    local out
+    out=$(r vmdump --plugin-dir /usr/lib/vmdump/plugins-isal plugins) || { echo "$out"; return 1; }
+    grep -q '^zlib .* /usr/lib/vmdump/plugins-isal/libvmdump_compress_zlib.so (replaces the built-in one)$' <<<"$out" ||
+        { echo "no ISA-L zlib in:"; echo "$out"; return 1; }
+    grep -q '^dirs = \["/usr/lib/vmdump/plugins-isal"\]$' "$ROOT/usr/share/vmdump/isal-zlib.toml"
+}
+
 test_install() {
     phase "1. packages: install next to Debian's makedumpfile"
     step "apt-get install makedumpfile (Debian's)" apt_r install makedumpfile
@@ -341,6 +351,7 @@ test_install() {
     check "dpkg -S names the diversion" sh -c "chroot '$ROOT' dpkg -S /usr/bin/makedumpfile | grep -q 'diversion by vmdump-makedumpfile'"
     check "dpkg --verify: makedumpfile vmdump vmdump-makedumpfile intact" verified makedumpfile vmdump vmdump-makedumpfile
     check "vmdump plugins: built-in codecs, the three plugins, the profile" lists_plugins
+    check "the ISA-L zlib is off until its directory is given" isal_zlib_off_until_asked
     check "man makedumpfile is vmdump's page (section 1 link)" test "$(readlink "$ROOT/usr/share/man/man1/makedumpfile.1.gz")" = vmdump.1.gz
     check "man 8 makedumpfile is still Debian's" test -f "$ROOT/usr/share/man/man8/makedumpfile.8.gz"
     r dpkg -L vmdump >"$RUN/vmdump.list"

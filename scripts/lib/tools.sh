@@ -4,16 +4,16 @@
 
 # Installs the Debian packages whose commands are missing.
 # Arguments: "command:package" pairs; "py/MODULE:package" checks that
-# Debian's /usr/bin/python3 imports MODULE; "deb/PACKAGE:package" that the
-# package (a library's -dev) is installed.
+# Debian's /usr/bin/python3 imports MODULE, "/PATH:package" that the file
+# exists (a header).
 apt_ensure() {
     local missing=()
     for pair in "$@"; do
         local cmd=${pair%%:*} pkg=${pair#*:}
         if [[ $cmd == py/* ]]; then
             /usr/bin/python3 -c "import ${cmd#py/}" 2>/dev/null || missing+=("$pkg")
-        elif [[ $cmd == deb/* ]]; then
-            dpkg-query -W -f '${Status}' "${cmd#deb/}" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
+        elif [[ $cmd == /* ]]; then
+            [[ -e $cmd ]] || missing+=("$pkg")
         else
             command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
         fi
@@ -28,15 +28,18 @@ apt_ensure() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
-# What the build links besides crates: a C compiler (libdeflate, the C
-# plugin) and liblzo2 (the lzo codec: makedumpfile's own LZO encoder).
+# What `cargo build` of the workspace needs besides Rust: a C compiler
+# (libdeflate, the C plugins), liblzo2 (the lzo codec links makedumpfile's
+# own LZO encoder) and the headers and libraries of the C plugins
+# (plugins/compress-c-zlib: the system zlib; plugins/compress-isal-zlib: ISA-L).
 ensure_build_deps() {
-    apt_ensure cc:gcc deb/liblzo2-dev:liblzo2-dev
+    apt_ensure cc:gcc /usr/include/lzo/lzo1x.h:liblzo2-dev /usr/include/zlib.h:zlib1g-dev \
+        /usr/include/isa-l/igzip_lib.h:libisal-dev
 }
 
 ensure_test_tools() {
     ensure_build_deps
-    apt_ensure cc:gcc zstd:zstd makedumpfile:makedumpfile py/kdumpfile:python3-libkdumpfile groff:groff-base
+    apt_ensure zstd:zstd makedumpfile:makedumpfile py/kdumpfile:python3-libkdumpfile groff:groff-base
     ensure_drgn
 }
 
