@@ -70,9 +70,6 @@ pub fn vmcoreinfo_text(spec: &SynthSpec) -> String {
         "OFFSET(page.mapping)=24\nOFFSET(page.lru)=8\nOFFSET(page._mapcount)=48\nOFFSET(page.private)=40\n",
     );
     t.push_str("OFFSET(page.compound_head)=8\nOFFSET(zone.free_area)=256\nOFFSET(free_area.free_list)=0\n");
-    // 6.1's compound page fields (no page is a compound head here), so that
-    // dump level 31 can be honoured (cache and user pages need them).
-    t.push_str("OFFSET(page.compound_dtor)=16\nOFFSET(page.compound_order)=17\nNUMBER(HUGETLB_PAGE_DTOR)=2\n");
     t.push_str("LENGTH(zone.free_area)=11\nLENGTH(free_area.free_list)=5\nNUMBER(NR_FREE_PAGES)=0\n");
     t.push_str(
         "NUMBER(PG_lru)=4\nNUMBER(PG_private)=13\nNUMBER(PG_swapcache)=10\nNUMBER(PG_swapbacked)=19\n",
@@ -87,7 +84,13 @@ pub fn vmcoreinfo_text(spec: &SynthSpec) -> String {
     let _ = write!(t, "KERNELOFFSET={koff:x}\nNUMBER(KERNEL_IMAGE_SIZE)=1073741824\nNUMBER(sme_mask)=0\n");
     let _ = writeln!(t, "CRASHTIME={}", crashtime(spec));
     match super::kernel::layout(spec) {
-        Some(layout) => super::kernel::patch_vmcoreinfo(&t, &layout),
+        Some(layout) => {
+            // 6.1's compound page fields (no page is a compound head here),
+            // so that dump level 31 can be honoured (cache and user pages
+            // need them); images without kernel structures stay as they were.
+            t.push_str("OFFSET(page.compound_dtor)=16\nOFFSET(page.compound_order)=17\nNUMBER(HUGETLB_PAGE_DTOR)=2\n");
+            super::kernel::patch_vmcoreinfo(&t, &layout)
+        }
         None => t,
     }
 }
