@@ -436,6 +436,8 @@ test_remove() {
     check "vmdump is purged (dpkg: not installed, no conffiles)" not_installed vmdump
     check "every file of dpkg -L vmdump is gone, /etc/vmdump too" all_gone "$RUN/vmdump.list"
     check "/etc/vmdump is gone" absent /etc/vmdump
+    # The libraries apt installed for vmdump alone (libisal2) go as a user's would.
+    step "apt-get autoremove --purge (what came with vmdump)" apt_r autoremove --purge
     check "the tree is as before vmdump was installed (files, modes, contents)" same_tree_as "$RUN/before.txt"
 }
 

@@ -88,7 +88,7 @@ fn the_isa_l_file_replaces_the_built_in_zlib_by_name() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success() && stderr.contains("0..=3"), "{stderr}");
 
-    // Read back by ISA-L's inflate, by zlib-rs (the built-in) and by libkdumpfile.
+    // Read back by ISA-L's inflate, by libdeflate (the built-in) and by libkdumpfile.
     assert_verifies(&vmdump, &with_isal, &vmcore, Some(&isal));
     assert_verifies(&vmdump, &with_isal, &vmcore, None);
     let read = libkdumpfile_compare(&with_isal, &vmcore);

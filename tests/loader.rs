@@ -213,7 +213,7 @@ fn a_registry_of_named_plugins_opens_the_files_of_those_names_only() {
 
 #[test]
 fn the_rust_and_the_c_zlib_plugins_read_each_other() {
-    // The Rust plugin runs on zlib-rs, the C one on the system's zlib: each
+    // The Rust plugin runs on libdeflate, the C one on the system's zlib: each
     // decoding the other's pages is a check by a decoder we did not write.
     let host = Arc::new(StderrHost);
     let rust = load_compressor(&built_plugin("libvmdump_compress_zlib.so")).unwrap();

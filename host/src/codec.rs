@@ -127,9 +127,9 @@ impl Codec {
     }
 
     /// Size of each worker's output buffer: the plugin's bound, and at least
-    /// two pages, because deflate (zlib-rs) runs up to 1.4x faster when it
-    /// has room for its worst case without checking (measured with
-    /// bench/abi-overhead: 309 vs 225 MiB/s at level 1).
+    /// two pages, because deflate encoders run faster when they have room for
+    /// their worst case without checking (zlib-rs, measured with
+    /// bench/abi-overhead: 309 vs 225 MiB/s at level 1; libdeflate likewise).
     pub fn output_capacity(&self) -> usize {
         self.bound.max(2 * self.page_size)
     }

@@ -10,6 +10,9 @@ const WORK_MEMORY: usize = 16384 * size_of::<*const u8>();
 /// `LZO_E_OK`.
 const OK: c_int = 0;
 
+// SAFETY: the signatures are those of lzo/lzoconf.h and lzo/lzo1x.h of
+// liblzo2 2.10 (lzo_uint is unsigned long on Linux, lzo_voidp a void *);
+// check_abi asks the library itself to confirm the type sizes.
 unsafe extern "C" {
     /// `lzo_init()` expands to this call with the sizes of the caller's types.
     fn __lzo_init_v2(
