@@ -8,11 +8,12 @@ usage: dump_vs_makedumpfile.py [--runs N] [--formats | --refilter] [--pin CPU] [
 
 By default: vmdump called as makedumpfile with makedumpfile's own options
 (so the same format) for -c and -l at -d 1 and -d 31; the default profile
-against makedumpfile -l -d 1; --num-threads 2 against 1 (zlib, -d 1; with
+against makedumpfile -l -d 1 (on every core, and with --pin on one too);
+--num-threads 2 against 1 (zlib, -d 1; with
 --pin, the two threads get CPUs 0 and 1). --limit adds, for every codec
 (-p and -z too, which Debian's makedumpfile lacks), the time the codec alone
 needs for the pages the dump keeps (bench/src/bin/codec-limit.rs) against
-the whole dump's.
+the dump's (its fastest run against the codec's fastest round).
 
 --formats compares the other outputs instead: ELF (-E), split into 3 pieces
 (sizes summed), reassembly, and refiltering a dump file (vmdump convert).
@@ -34,40 +35,47 @@ import time
 PIN = []
 
 
-def run(cmd, out):
-    """Runs cmd once; returns (seconds, max RSS MiB, output bytes: every
-    file whose name starts with `out`, for split pieces)."""
+def run(cmd, out, pin=None):
+    """Runs cmd once (under `pin` if given, else PIN); returns (seconds,
+    max RSS MiB, output bytes: every file whose name starts with `out`, for
+    split pieces)."""
     for old in glob.glob(glob.escape(out) + "*"):
         os.remove(old)
     # stderr to a file: a pipe nobody reads until the end would block a
-    # program that writes much (makedumpfile -E does).
-    with tempfile.TemporaryFile() as log:
+    # program that writes much (makedumpfile -E does). The peak RSS comes
+    # from GNU time, which forks the command itself: a child that Python
+    # starts inherits Python's peak RSS through exec (vfork), so wait4's
+    # figure would be this script's whenever the command's is lower.
+    with tempfile.TemporaryFile() as log, tempfile.NamedTemporaryFile() as rss:
+        timed = ["/usr/bin/time", "-f", "%M", "-o", rss.name] + (PIN if pin is None else pin) + cmd
         start = time.perf_counter()
-        proc = subprocess.Popen(PIN + cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.Popen(timed, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+        status = proc.wait()
         seconds = time.perf_counter() - start
         log.seek(0)
         err = log.read().decode(errors="replace")
-    if os.waitstatus_to_exitcode(status) != 0:
+        peak_kib = int(open(rss.name).read().split()[-1])
+    if status != 0:
         raise SystemExit(f"failed: {' '.join(cmd)}\n{err}")
-    return seconds, usage.ru_maxrss / 1024, sum(map(os.path.getsize, glob.glob(glob.escape(out) + "*")))
+    return seconds, peak_kib / 1024, sum(map(os.path.getsize, glob.glob(glob.escape(out) + "*")))
 
 
 
 def compare(name, a, b, runs, tmp):
-    """a and b are (label, command builder); returns the row of medians."""
+    """a and b are (label, command builder[, pin]); returns a's medians
+    (seconds, size, RSS) and its fastest run."""
     results = {a[0]: [], b[0]: []}
     for i in range(runs):
         order = (a, b) if i % 2 == 0 else (b, a)
-        for label, build in order:
+        for label, build, *pin in order:
             out = os.path.join(tmp, label.replace(" ", "_"))
-            results[label].append(run(build(out), out))
+            results[label].append(run(build(out), out, *pin))
     med = {k: [statistics.median(x[j] for x in v) for j in range(3)] for k, v in results.items()}
     (ta, ra, sa), (tb, rb, sb) = med[a[0]], med[b[0]]
     print(f"{name:<34} {a[0]:>22} {ta:7.2f}s {sa:>12,} B {ra:6.1f} MiB | "
           f"{b[0]:>22} {tb:7.2f}s {sb:>12,} B {rb:6.1f} MiB | "
           f"speed {tb / ta:5.2f}x  size {sa / sb:5.3f}x  RSS {ra / rb:5.2f}x")
-    return ta, sa, ra
+    return ta, sa, ra, min(x[0] for x in results[a[0]])
 
 
 def main():
@@ -114,49 +122,44 @@ def dumps(args, vmcore, tmp):
             if flag in ("-c", "-l"):
                 row = compare(f"{name} {flag} -d {level}", (f"vmdump {flag}", vm(*opts)),
                               (f"makedumpfile {flag}", mdf(*opts)), args.runs, tmp)
-                seconds = row[0]
+                seconds = row[3]
             else:  # makedumpfile 1.7.2 on Debian has no snappy or zstd
                 seconds = timed_alone(vm(*opts), args.runs, tmp)
             if args.limit:
                 codec_limit(args, vmcore, level, codec, seconds, tmp)
-    compare(f"{name} default profile", ("vmdump dump", lambda o: [v, "dump", "--no-progress", vmcore, o]),
+    # The default profile uses every core: with --pin, vmdump gets all the
+    # CPUs this process may use (makedumpfile stays pinned, it uses one),
+    # then one core, as in a capture kernel booted with nr_cpus=1.
+    profile = lambda o: [v, "dump", "--no-progress", vmcore, o]
+    every_core = ["taskset", "-c", ",".join(map(str, sorted(os.sched_getaffinity(0))))] if PIN else []
+    compare(f"{name} default profile, every core", ("vmdump dump", profile, every_core),
             ("makedumpfile -l -d 1", mdf("-l", "-d", "1")), args.runs, tmp)
-    # Two threads against one, zlib -d 1: the scaling of the pool.
-    pin2, pin1 = PIN, PIN
     if PIN:
-        pin2, pin1 = ["taskset", "-c", "0,1"], ["taskset", "-c", args.pin]
-    t2 = with_pin(pin2, lambda: timed_alone(vm("-c", "-d", "1", "--num-threads", "2"), args.runs, tmp))
-    t1 = with_pin(pin1, lambda: timed_alone(vm("-c", "-d", "1", "--num-threads", "1"), args.runs, tmp))
-    print(f"{name + ' -c -d 1 two cores':<34} --num-threads 2 {t2:7.3f}s | --num-threads 1 {t1:7.3f}s | "
-          f"speed {t1 / t2:5.2f}x")
-
-
-def with_pin(pin, f):
-    """Runs f with PIN set to pin."""
-    global PIN
-    saved, PIN = PIN, pin
-    try:
-        return f()
-    finally:
-        PIN = saved
+        compare(f"{name} default profile, one core", ("vmdump dump", profile),
+                ("makedumpfile -l -d 1", mdf("-l", "-d", "1")), args.runs, tmp)
+    # Two threads against one, zlib -d 1: the scaling of the pool.
+    pin2, pin1 = (["taskset", "-c", "0,1"], PIN) if PIN else ([], [])
+    compare(f"{name} -c -d 1 two cores", ("--num-threads 2", vm("-c", "-d", "1", "--num-threads", "2"), pin2),
+            ("--num-threads 1", vm("-c", "-d", "1", "--num-threads", "1"), pin1), args.runs, tmp)
 
 
 def timed_alone(build, runs, tmp):
-    """The median seconds of runs of one command."""
+    """The fastest of runs of one command, in seconds."""
     out = os.path.join(tmp, "alone")
-    return statistics.median(run(build(out), out)[0] for _ in range(runs))
+    return min(run(build(out), out)[0] for _ in range(runs))
 
 
 def codec_limit(args, vmcore, level, codec, dump_seconds, tmp):
     """The codec alone on the pages a -d LEVEL dump keeps (from a dump of raw
-    pages), against the whole dump's median time."""
+    pages), against the whole dump: the fastest of the dump's runs against
+    the fastest of the codec's rounds, like with like."""
     raw = os.path.join(tmp, f"raw-d{level}-{os.path.basename(vmcore)}")
     if not os.path.exists(raw):
         subprocess.run([args.vmdump, "makedumpfile", "-d", level, vmcore, raw], check=True, capture_output=True)
     out = subprocess.run(PIN + [args.limit, "--only", codec, raw], check=True, capture_output=True, text=True)
     row = next(line for line in out.stdout.splitlines() if line.startswith(codec + " "))
     seconds = float(row.split()[1])
-    print(f"{'  codec alone, ' + codec + ' -d ' + level:<34} {seconds:7.3f}s | whole dump {dump_seconds:7.3f}s | "
+    print(f"{'  codec alone, ' + codec + ' -d ' + level:<34} {seconds:7.3f}s | fastest dump {dump_seconds:7.3f}s | "
           f"dump / codec {dump_seconds / seconds:5.2f}x")
 
 

@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/tools.sh
 ensure_build_deps
-apt_ensure makedumpfile:makedumpfile zstd:zstd taskset:util-linux
+apt_ensure makedumpfile:makedumpfile zstd:zstd taskset:util-linux /usr/bin/time:time
 prepare_fixtures
 cargo build --workspace --release --locked
 opts=() vmcores=() synthetic=4G

@@ -50,7 +50,8 @@ pub fn run_pages(
     let (run, input) = (plan.run(), plan.input());
     let sparse = plan.exclusion().metadata().is_some();
     let ranges = reader_ranges(plan, pass.piece)?;
-    let mut reader = BatchReader::new(input, ranges, run.batch_pages, run.read_mode, sparse);
+    let shape = Shape::new(pass.threads, run.batch_pages, input.page_size() as usize);
+    let mut reader = BatchReader::new(input, ranges, shape.batch_pages, run.read_mode, sparse);
     let codec = plan.codec().filter(|_| pass.encode);
     let mut lost = LostPages::default();
     let fill = |slot: &mut Slot| reader.fill(&mut slot.pages);
@@ -65,8 +66,8 @@ pub fn run_pages(
     let (workers, ran) = if pass.threads == 1 && run.cpus == 1 {
         crate::pool::run_inline(Slot::default(), fill, new_worker, work, drain)
     } else {
-        let slots = (0..4 * pass.threads + 4).map(|_| Slot::default()).collect();
-        crate::pool::run_ordered(slots, pass.threads, fill, new_worker, work, drain)
+        let slots = (0..shape.slots).map(|_| Slot::default()).collect();
+        crate::pool::run_ordered(slots, shape.workers, fill, new_worker, work, drain)
     };
     let (mut content, mut encode) = (Counts::default(), EncodeStats::default());
     for worker in &workers {
@@ -81,6 +82,38 @@ pub fn run_pages(
         lost,
     };
     Ok((counts, ran))
+}
+
+/// What the slots in flight may hold, whatever the number of workers: a
+/// slot holds a batch of input pages (its own buffer, or a part of a
+/// mapped window) and as many stored bytes at most.
+const IN_FLIGHT_BYTES: usize = 32 << 20;
+
+/// How many workers run, how many slots circulate, and how many pages a
+/// batch holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shape {
+    workers: usize,
+    slots: usize,
+    batch_pages: usize,
+}
+
+impl Shape {
+    /// For `threads` workers: four slots a worker and four more
+    /// (a worker never waits for the writer to catch up), batches of
+    /// `batch_pages`, as long as they fit [`IN_FLIGHT_BYTES`]. Past that
+    /// (many workers, large pages), two slots a worker and smaller
+    /// batches, so that memory stays within the budget instead of growing
+    /// with the CPUs of the machine; workers are capped where even batches
+    /// of one page would not fit (2047 with 4 KiB pages, 127 with 64 KiB).
+    fn new(threads: usize, batch_pages: usize, page_size: usize) -> Self {
+        let slot_bytes = |pages: usize| 2 * pages * page_size.max(1);
+        let workers = threads.clamp(1, IN_FLIGHT_BYTES / (2 * slot_bytes(1)) - 1);
+        let fitting = IN_FLIGHT_BYTES / slot_bytes(batch_pages.max(1));
+        let slots = (4 * workers + 4).min(fitting.max(2 * workers + 2));
+        let batch_pages = (IN_FLIGHT_BYTES / (slots * slot_bytes(1))).clamp(1, batch_pages.max(1));
+        Self { workers, slots, batch_pages }
+    }
 }
 
 /// How a run that wrote an output ended: `None` when complete, the reason
@@ -99,5 +132,33 @@ pub fn cut_short(ran: Result<(), DumpError>, plan: &Plan<'_>) -> Result<Option<S
         Err(DumpError::Exclude(e @ ExcludeError::Changed { .. })) if closable => Ok(Some(e.to_string())),
         Err(e @ DumpError::Interrupted(_)) if closable => Ok(Some(e.to_string())),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn few_workers_get_four_slots_each_and_whole_batches() {
+        for threads in [1, 2, 3] {
+            let shape = Shape { workers: threads, slots: 4 * threads + 4, batch_pages: 256 };
+            assert_eq!(Shape::new(threads, 256, 4096), shape);
+        }
+    }
+
+    #[test]
+    fn memory_in_flight_stays_within_the_budget_whatever_the_workers_and_pages() {
+        for page_size in [4096, 16384, 65536] {
+            for threads in [1, 2, 8, 64, 256, 1024, 10_000] {
+                let shape = Shape::new(threads, 256, page_size);
+                let bytes = shape.slots * 2 * shape.batch_pages * page_size;
+                assert!(bytes <= IN_FLIGHT_BYTES, "{threads} workers, {page_size} B pages: {shape:?}");
+                assert!(shape.slots >= 2 * shape.workers + 2, "{threads} workers: {shape:?}");
+                assert!(shape.batch_pages >= 1 && shape.workers >= 1);
+            }
+        }
+        assert_eq!(Shape::new(64, 256, 4096), Shape { workers: 64, slots: 130, batch_pages: 31 });
+        assert_eq!(Shape::new(1024, 256, 65536).workers, 127);
     }
 }
