@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job with nothing from the user: build vmdump and its plugins,
 # make a synthetic 2 GiB vmcore (sparse: it costs little disk), dump it with
-# the default profile (config/default.toml: zstd level 1, zero pages
+# the default profile (config/default.toml: zstd level -1, zero pages
 # dropped), print makedumpfile's report, then read the dump back and
 # compare every page with the vmcore (vmdump verify).
 # Usage: scripts/run.sh [vmdump dump options...]

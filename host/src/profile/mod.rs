@@ -314,7 +314,7 @@ mod tests {
         }
         let default = Profile::load(&config_dir().join("default.toml")).unwrap();
         assert_eq!(default, Profile::default(), "config/default.toml and Profile::default() agree");
-        assert_eq!(default.plugin_params().get_str("level"), Some("1"));
+        assert_eq!(default.plugin_params().get_str("level"), Some("-1"));
         let fast = Profile::load(&config_dir().join("fast.toml")).unwrap();
         assert!(fast.plugin_params().is_empty(), "a profile naming a plugin gets only its own params");
     }
