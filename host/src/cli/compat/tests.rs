@@ -92,7 +92,7 @@ fn mkdumprds_check_params_line_is_checked_not_run() {
 
 #[test]
 fn every_honoured_option_sets_what_makedumpfile_means() {
-    for (flag, codec) in [("-c", "zlib:2"), ("-l", "lzo"), ("-p", "snappy"), ("-z", "zstd")] {
+    for (flag, codec) in [("-c", "zlib:2"), ("-l", "lzo"), ("-p", "snappy"), ("-z", "zstd:1")] {
         assert_eq!(dump_args(&format!("{flag} in out")).compress.as_deref(), Some(codec), "{flag}");
     }
     assert_eq!(
