@@ -12,7 +12,12 @@
 //! pages are in memory. Zero pages are left out: a dump stores them as one
 //! shared page (or excludes them) without calling the codec.
 //!
-//! Usage: codec-limit [--deflate | --only CODEC] [--plugin FILE[,key=value...]]... DUMP
+//! Usage: codec-limit [--deflate | --only CODEC | --efforts LIST]
+//!                    [--plugin FILE[,key=value...]]... DUMP
+//!   --efforts: the page encoder of the built-in zlib at each effort of LIST
+//!   ("depth/nice/insert_limit,...", or "libdeflateN" for libdeflate's
+//!   level N), in interleaved rounds (every encoder once a round, fastest
+//!   of 15), so that a busy machine slows all of them alike: for tuning.
 //!   without --deflate: the codecs `zlib`, `lzo`, `snappy`, `zstd` (or the
 //!   one of --only) as a dump finds them (files on the plugin path, else
 //!   built in), with their default parameters, through the host's page
@@ -26,6 +31,8 @@ use flate2::{Compress, Compression, FlushCompress};
 use vmdump::codec::{Codec, Encoded};
 use vmdump::plugin::{LoadedCompressor, SearchPath, find_compressor, load_compressor};
 use vmdump_bench::{PAGE_SIZE, fastest, system_zlib, timed};
+use vmdump_compress_zlib::deflate::{Effort, PageDeflate};
+use vmdump_compress_zlib::page_effort;
 use vmdump_format::kdump::reader::{KdumpReader, StoredPage};
 use vmdump_sdk::Params;
 use vmdump_sdk::client::StderrHost;
@@ -34,12 +41,13 @@ const ROUNDS: usize = 5;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (mut deflate, mut plugins, mut dump) = (false, Vec::new(), None);
+    let (mut deflate, mut plugins, mut dump, mut efforts) = (false, Vec::new(), None, None);
     let mut codecs = vec!["zlib".to_owned(), "lzo".into(), "snappy".into(), "zstd".into()];
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--deflate" => deflate = true,
             "--plugin" => plugins.push(args.next().expect("--plugin FILE[,key=value...]")),
+            "--efforts" => efforts = Some(args.next().expect("--efforts LIST")),
             "--only" => codecs = vec![args.next().expect("--only CODEC")],
             _ => dump = Some(arg),
         }
@@ -51,7 +59,9 @@ fn main() {
     println!("{dump}: {count} kept pages ({mib:.1} MiB), fastest of {ROUNDS} rounds, one thread");
     println!("{:<28} {:>9} {:>9} {:>14} {:>7}", "codec", "seconds", "MiB/s", "output bytes", "ratio");
     let mut table = Table { pages: &pages, mib, baseline: None };
-    if deflate {
+    if let Some(efforts) = efforts {
+        interleaved(&table, &efforts);
+    } else if deflate {
         deflate_candidates(&mut table);
     } else {
         let path = SearchPath::from_process(&[], &[]);
@@ -87,6 +97,12 @@ fn deflate_candidates(table: &mut Table) {
             deflate.total_out() as usize
         });
     }
+    for level in [1, 2] {
+        let mut encoder = PageDeflate::new(page_effort(level).expect("a level of the page encoder"));
+        table.row(&format!("vmdump page encoder {level}"), |src, dst| {
+            encoder.compress(src, dst).expect("output fits the bound")
+        });
+    }
     for level in [1, 2, 3, 4, 5, 6, 9] {
         let lvl = libdeflater::CompressionLvl::new(level).expect("a libdeflate level");
         let mut libdeflate = libdeflater::Compressor::new(lvl);
@@ -94,6 +110,50 @@ fn deflate_candidates(table: &mut Table) {
             libdeflate.zlib_compress(src, dst).expect("libdeflate output fits the bound")
         });
     }
+}
+
+/// A deflate encoder of one page into a buffer that fits any output.
+type PageEncoder = Box<dyn FnMut(&[u8], &mut [u8]) -> usize>;
+
+/// The encoders of `efforts` (see the usage), timed in interleaved rounds.
+fn interleaved(table: &Table, efforts: &str) {
+    let mut encoders: Vec<(&str, PageEncoder)> =
+        efforts.split(',').map(|spec| (spec, encoder(spec))).collect();
+    let mut dst = vec![0u8; 2 * PAGE_SIZE];
+    let mut best = vec![f64::MAX; encoders.len()];
+    let mut bytes = vec![0usize; encoders.len()];
+    for _ in 0..15 {
+        for (i, (_, encode)) in encoders.iter_mut().enumerate() {
+            let (total, t) = timed(|| {
+                table.pages.chunks_exact(PAGE_SIZE).map(|page| encode(page, &mut dst).min(PAGE_SIZE)).sum()
+            });
+            (bytes[i], best[i]) = (total, best[i].min(t));
+        }
+    }
+    println!("(speed: against the first row)");
+    for (i, (name, _)) in encoders.iter().enumerate() {
+        println!(
+            "{name:<28} {:>9.3} {:>8.3}x {:>14} {:>7.4}",
+            best[i],
+            best[0] / best[i],
+            bytes[i],
+            bytes[i] as f64 / bytes[0] as f64
+        );
+    }
+}
+
+fn encoder(spec: &str) -> PageEncoder {
+    if let Some(level) = spec.strip_prefix("libdeflate") {
+        let level =
+            libdeflater::CompressionLvl::new(level.parse().expect("a level")).expect("a libdeflate level");
+        let mut libdeflate = libdeflater::Compressor::new(level);
+        return Box::new(move |src, dst| libdeflate.zlib_compress(src, dst).expect("output fits the bound"));
+    }
+    let number = |s: &str| s.parse().expect("depth/nice/insert_limit");
+    let v: Vec<usize> = spec.split('/').map(number).collect();
+    let effort = Effort { depth: v[0] as u32, nice: v[1], insert_limit: v[2] };
+    let mut page = PageDeflate::new(effort);
+    Box::new(move |src, dst| page.compress(src, dst).expect("output fits the bound"))
 }
 
 /// The pages stored in `dump`, one after another.

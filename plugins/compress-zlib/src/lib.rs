@@ -2,13 +2,14 @@
 //! (kdump flag `DUMP_DH_COMPRESSED_ZLIB`, 0x1), what makedumpfile `-c` writes
 //! and what crash, libkdumpfile and drgn read with `uncompress()`.
 //!
-//! The encoder is libdeflate (bundled, built by the `libdeflater` crate),
-//! the fastest of the deflate encoders measured on kernel pages at a size no
-//! larger than makedumpfile's (docs/deflate.md). Parameter `level` (0..=12,
-//! libdeflate's levels); the default, 2, is the fastest level whose output
-//! is no larger than the system zlib's level 1 (makedumpfile's `-c`).
-//! Each worker keeps one compressor and one decompressor: libdeflate
-//! compresses a whole page in one call, with no stream to reset.
+//! Parameter `level` (0..=12). Levels 1 and 2 are written by [`deflate`],
+//! an encoder made for single pages, the fastest of the deflate encoders
+//! measured on kernel pages at a size no larger than makedumpfile's
+//! (docs/deflate.md); the default, 2, is what `makedumpfile -c` runs.
+//! Level 0 and levels 3 to 12 (and pages over 32 KiB) are libdeflate's
+//! (bundled, built by the `libdeflater` crate). Each worker keeps its own
+//! encoder and decoder: a whole page is compressed in one call, with no
+//! stream to reset.
 //!
 //! ```
 //! use vmdump_sdk::{Params, client::StderrHost};
@@ -20,21 +21,39 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod deflate;
+
+use deflate::{Effort, PageDeflate};
 use libdeflater::{CompressionLvl, Compressor as Deflate, DecompressionError, Decompressor as Inflate};
 use vmdump_sdk::{Compressor, CompressorFactory, Host, KdumpFormat, Params, SdkError};
 
-/// The default level: libdeflate's fastest level that is no larger than
-/// zlib's level 1 on kernel pages (docs/deflate.md).
+/// The default level: smaller than zlib's level 1 (makedumpfile's) on
+/// kernel pages, and faster than any level of libdeflate that is
+/// (docs/deflate.md).
 pub const DEFAULT_LEVEL: i64 = 2;
+
+/// How hard the page encoder looks for matches at the levels it writes;
+/// None for the levels that libdeflate writes.
+pub fn page_effort(level: i64) -> Option<Effort> {
+    match level {
+        1 => Some(Effort { depth: 2, nice: 16, insert_limit: 8 }),
+        2 => Some(Effort { depth: 4, nice: 16, insert_limit: 8 }),
+        _ => None,
+    }
+}
 
 /// Shared state: the validated level.
 pub struct Zlib {
     level: CompressionLvl,
+    page_effort: Option<Effort>,
 }
 
-/// Per-worker state: a compressor and a decompressor.
+/// Per-worker state: the page encoder where the level is its, libdeflate
+/// (made when first needed), and a decompressor.
 pub struct ZlibContext {
-    deflate: Deflate,
+    page: Option<PageDeflate>,
+    level: CompressionLvl,
+    deflate: Option<Deflate>,
     inflate: Inflate,
 }
 
@@ -42,31 +61,42 @@ impl CompressorFactory for Zlib {
     type Context = ZlibContext;
     const NAME: &'static std::ffi::CStr = c"zlib";
     const FORMAT: KdumpFormat = KdumpFormat::Zlib;
-    const DESCRIPTION: &'static std::ffi::CStr = c"zlib stream per page (libdeflate), param level 0-12";
+    const DESCRIPTION: &'static std::ffi::CStr =
+        c"zlib stream per page (levels 1-2: page encoder; 0, 3-12: libdeflate), param level 0-12";
 
     fn init(params: &Params, _host: &Host) -> Result<Self, SdkError> {
         params.accept_only(&["level"])?;
-        let level = params.get_in_range("level", 0..=12, DEFAULT_LEVEL)? as i32;
-        let level =
-            CompressionLvl::new(level).map_err(|_| SdkError::failed("libdeflate refuses the level"))?;
-        Ok(Zlib { level })
+        let level = params.get_in_range("level", 0..=12, DEFAULT_LEVEL)?;
+        let page_effort = page_effort(level);
+        let level = CompressionLvl::new(level as i32)
+            .map_err(|_| SdkError::failed("libdeflate refuses the level"))?;
+        Ok(Zlib { level, page_effort })
     }
 
     fn new_context(&self) -> Result<ZlibContext, SdkError> {
-        Ok(ZlibContext { deflate: Deflate::new(self.level), inflate: Inflate::new() })
+        Ok(ZlibContext {
+            page: self.page_effort.map(PageDeflate::new),
+            level: self.level,
+            deflate: None,
+            inflate: Inflate::new(),
+        })
     }
 
     fn bound(&self, n: usize) -> usize {
-        Deflate::new(self.level).zlib_compress_bound(n)
+        Deflate::new(self.level).zlib_compress_bound(n).max(PageDeflate::bound(n))
     }
 }
 
 impl Compressor for ZlibContext {
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, SdkError> {
-        self.deflate.zlib_compress(src, dst).map_err(|_| SdkError::DstTooSmall {
-            needed: self.deflate.zlib_compress_bound(src.len()),
-            available: dst.len(),
-        })
+        let available = dst.len();
+        let too_small = |needed| SdkError::DstTooSmall { needed, available };
+        if let Some(page) = self.page.as_mut().filter(|_| src.len() <= PageDeflate::MAX_INPUT) {
+            return page.compress(src, dst).ok_or_else(|| too_small(PageDeflate::bound(src.len())));
+        }
+        let deflate = self.deflate.get_or_insert_with(|| Deflate::new(self.level));
+        let needed = deflate.zlib_compress_bound(src.len());
+        deflate.zlib_compress(src, dst).map_err(|_| too_small(needed))
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, SdkError> {
@@ -98,6 +128,22 @@ mod tests {
         }
         let report = check_compressor(crate::vmdump_compressor(), &Params::default()).unwrap();
         eprintln!("zlib default: {} bytes for {} pages", report.compressed_bytes, report.pages);
+    }
+
+    /// Pages larger than the page encoder's window (64 KiB pages of arm64
+    /// or ppc64) are written by libdeflate at the same level.
+    #[test]
+    fn pages_over_32_kib_are_written_by_libdeflate() {
+        let host = std::sync::Arc::new(vmdump_sdk::client::StderrHost);
+        let module = crate::vmdump_compressor().init(&Params::default(), host).unwrap();
+        let mut ctx = module.new_context().unwrap();
+        let page: Vec<u8> = (0..65_536u32).map(|i| (i / 7 % 251) as u8).collect();
+        let mut out = vec![0; module.bound(page.len())];
+        let n = ctx.compress(&page, &mut out).unwrap();
+        assert!(n < page.len() / 10, "{n} bytes");
+        let mut back = vec![0; page.len()];
+        assert_eq!(ctx.decompress(&out[..n], &mut back).unwrap(), page.len());
+        assert_eq!(back, page);
     }
 
     #[test]
