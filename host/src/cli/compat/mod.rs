@@ -181,8 +181,8 @@ fn rearrange(given: &Given) -> anyhow::Result<Request> {
 fn dump_request(given: Given, profile: Option<(&Path, &Profile)>) -> anyhow::Result<Request> {
     // Each with its level where it has one, so that a profile's own level
     // (the default profile's zstd -1) does not change what -z writes:
-    // makedumpfile's zstd level 1; for -c libdeflate's level 2, no larger
-    // than makedumpfile's zlib level 1 (docs/deflate.md).
+    // makedumpfile's zstd level 1; for -c the page encoder's level 2, no
+    // larger than makedumpfile's zlib level 1 (docs/deflate.md).
     let chosen = |flag: &str| {
         let default = match flag {
             "-c" => "zlib:2",
