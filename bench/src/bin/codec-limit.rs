@@ -16,7 +16,7 @@
 //!                    [--plugin FILE[,key=value...]]... DUMP
 //!   --efforts: the page encoder of the built-in zlib at each effort of LIST
 //!   ("depth/nice/insert_limit,...", or "libdeflateN" for libdeflate's
-//!   level N), in interleaved rounds (every encoder once a round, fastest
+//!   level N, "zlibN" for the system zlib's), in interleaved rounds (every encoder once a round, fastest
 //!   of 15), so that a busy machine slows all of them alike: for tuning.
 //!   without --deflate: the codecs `zlib`, `lzo`, `snappy`, `zstd` (or the
 //!   one of --only) as a dump finds them (files on the plugin path, else
@@ -143,6 +143,10 @@ fn interleaved(table: &Table, efforts: &str) {
 }
 
 fn encoder(spec: &str) -> PageEncoder {
+    if let Some(level) = spec.strip_prefix("zlib") {
+        let mut system = system_zlib::Deflate::new(level.parse().expect("a level"));
+        return Box::new(move |src, dst| system.compress(src, dst));
+    }
     if let Some(level) = spec.strip_prefix("libdeflate") {
         let level =
             libdeflater::CompressionLvl::new(level.parse().expect("a level")).expect("a libdeflate level");
