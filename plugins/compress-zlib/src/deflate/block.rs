@@ -31,7 +31,7 @@ pub struct Block {
     litlen: Code<LITLEN_SYMBOLS>,
     dist: Code<DIST_SYMBOLS>,
     /// The dynamic header's code lengths, run-length coded: (symbol, extra).
-    lengths_rle: Vec<(u8, u8)>,
+    runs: LengthRuns,
     precode: Code<PRECODE_SYMBOLS>,
     litlen_count: usize,
     dist_count: usize,
@@ -58,7 +58,7 @@ impl Block {
             bits: 0,
             litlen: fixed_litlen.clone(),
             dist: fixed_dist.clone(),
-            lengths_rle: Vec::with_capacity(LITLEN_SYMBOLS + DIST_SYMBOLS),
+            runs: LengthRuns::new(),
             precode: Code::from_lengths([0; PRECODE_SYMBOLS]),
             litlen_count: 0,
             dist_count: 0,
@@ -115,28 +115,26 @@ impl Block {
     /// Builds the dynamic codes and their header; returns the bits of the
     /// header and of the symbols (extra bits aside).
     fn plan_dynamic(&mut self, parse: &Parse) -> u64 {
-        self.litlen = Code::optimal(&parse.litlen_freqs, 15);
-        self.dist = Code::optimal(&parse.dist_freqs, 15);
+        self.litlen.make_optimal(&parse.litlen_freqs, 15);
+        self.dist.make_optimal(&parse.dist_freqs, 15);
         self.litlen_count = used_count(&self.litlen.lengths, 257);
         self.dist_count = used_count(&self.dist.lengths, 1);
         let mut lengths = [0u8; LITLEN_SYMBOLS + DIST_SYMBOLS];
         lengths[..self.litlen_count].copy_from_slice(&self.litlen.lengths[..self.litlen_count]);
         let sent = self.litlen_count + self.dist_count;
         lengths[self.litlen_count..sent].copy_from_slice(&self.dist.lengths[..self.dist_count]);
-        run_length_code(&lengths[..sent], &mut self.lengths_rle);
-        let mut precode_freqs = [0u32; PRECODE_SYMBOLS];
-        for &(symbol, _) in &self.lengths_rle {
-            precode_freqs[usize::from(symbol)] += 1;
-        }
-        self.precode = Code::optimal(&precode_freqs, 7);
+        self.runs.code(&lengths[..sent]);
+        self.precode.make_optimal(&self.runs.freqs, 7);
         self.precode_count = PRECODE_ORDER
             .iter()
             .rposition(|&s| self.precode.lengths[s] > 0)
             .map_or(4, |last| (last + 1).max(4));
-        let repeat_extra: u64 =
-            self.lengths_rle.iter().map(|&(symbol, _)| u64::from(precode_extra_bits(symbol))).sum();
-        let header =
-            5 + 5 + 4 + 3 * self.precode_count as u64 + self.precode.cost(&precode_freqs) + repeat_extra;
+        let header = 5
+            + 5
+            + 4
+            + 3 * self.precode_count as u64
+            + self.precode.cost(&self.runs.freqs)
+            + self.runs.extra_bits;
         3 + header + self.litlen.cost(&parse.litlen_freqs) + self.dist.cost(&parse.dist_freqs)
     }
 
@@ -149,7 +147,7 @@ impl Block {
             bits.put(u64::from(self.precode.lengths[symbol]), 3);
             bits.flush();
         }
-        for &(symbol, extra) in &self.lengths_rle {
+        for &(symbol, extra) in self.runs.symbols() {
             let s = usize::from(symbol);
             bits.put(u64::from(self.precode.codewords[s]), u32::from(self.precode.lengths[s]));
             bits.put(u64::from(extra), precode_extra_bits(symbol));
@@ -182,35 +180,70 @@ fn precode_extra_bits(symbol: u8) -> u32 {
     }
 }
 
-/// The code lengths as code-length symbols with their extra bits.
-fn run_length_code(lengths: &[u8], rle: &mut Vec<(u8, u8)>) {
-    rle.clear();
-    let mut at = 0;
-    while at < lengths.len() {
-        let length = lengths[at];
-        let mut run = lengths[at..].iter().take_while(|&&l| l == length).count();
-        at += run;
-        if length == 0 {
-            while run >= 11 {
-                let n = run.min(138);
-                rle.push((REPEAT_ZERO_LONG, (n - 11) as u8));
-                run -= n;
-            }
-            if run >= 3 {
-                rle.push((REPEAT_ZERO_SHORT, (run - 3) as u8));
-                run = 0;
-            }
-        } else {
-            rle.push((length, 0));
-            run -= 1;
-            while run >= 3 {
-                let n = run.min(6);
-                rle.push((REPEAT_PREVIOUS, (n - 3) as u8));
-                run -= n;
-            }
+/// The code lengths of a dynamic header as code-length symbols with their
+/// extra bits, how often each symbol occurs, and their extra bits in all.
+struct LengthRuns {
+    symbols: [(u8, u8); LITLEN_SYMBOLS + DIST_SYMBOLS],
+    count: usize,
+    freqs: [u32; PRECODE_SYMBOLS],
+    extra_bits: u64,
+}
+
+impl LengthRuns {
+    fn new() -> Self {
+        LengthRuns {
+            symbols: [(0, 0); LITLEN_SYMBOLS + DIST_SYMBOLS],
+            count: 0,
+            freqs: [0; PRECODE_SYMBOLS],
+            extra_bits: 0,
         }
-        for _ in 0..run {
-            rle.push((length, 0));
+    }
+
+    fn symbols(&self) -> &[(u8, u8)] {
+        &self.symbols[..self.count]
+    }
+
+    fn push(&mut self, symbol: u8, extra: usize) {
+        self.symbols[self.count] = (symbol, extra as u8);
+        self.count += 1;
+        self.freqs[usize::from(symbol)] += 1;
+        self.extra_bits += u64::from(precode_extra_bits(symbol));
+    }
+
+    /// Codes `lengths` (at most one per symbol of both alphabets).
+    fn code(&mut self, lengths: &[u8]) {
+        (self.count, self.freqs, self.extra_bits) = (0, [0; PRECODE_SYMBOLS], 0);
+        let mut at = 0;
+        while at < lengths.len() {
+            let length = lengths[at];
+            let mut end = at + 1;
+            while end < lengths.len() && lengths[end] == length {
+                end += 1;
+            }
+            let mut run = end - at;
+            at = end;
+            if length == 0 {
+                while run >= 11 {
+                    let n = run.min(138);
+                    self.push(REPEAT_ZERO_LONG, n - 11);
+                    run -= n;
+                }
+                if run >= 3 {
+                    self.push(REPEAT_ZERO_SHORT, run - 3);
+                    run = 0;
+                }
+            } else {
+                self.push(length, 0);
+                run -= 1;
+                while run >= 3 {
+                    let n = run.min(6);
+                    self.push(REPEAT_PREVIOUS, n - 3);
+                    run -= n;
+                }
+            }
+            for _ in 0..run {
+                self.push(length, 0);
+            }
         }
     }
 }

@@ -15,6 +15,14 @@ impl<const N: usize> Code<N> {
     /// than two symbols occur, unused ones are given codes too, since
     /// inflaters refuse incomplete codes.
     pub fn optimal(freqs: &[u32; N], limit: u32) -> Self {
+        let mut code = Code { lengths: [0; N], codewords: [0; N] };
+        code.make_optimal(freqs, limit);
+        code
+    }
+
+    /// Makes this code the optimal one for `freqs` (see `optimal`), in
+    /// place.
+    pub fn make_optimal(&mut self, freqs: &[u32; N], limit: u32) {
         let mut ranked = [0u32; N];
         let mut count = 0;
         for (symbol, &freq) in freqs.iter().enumerate() {
@@ -35,38 +43,44 @@ impl<const N: usize> Code<N> {
         let ranked = &mut ranked[..count];
         ranked.sort_unstable();
         let per_length = lengths_per_count::<N>(ranked, limit);
-        let mut lengths = [0u8; N];
+        self.lengths = [0; N];
         let mut next = ranked.iter();
         for (length, &count) in per_length.iter().enumerate().rev() {
             for _ in 0..count {
                 let &key = next.next().expect("a symbol for every length counted");
-                lengths[ranked_symbol(key)] = length as u8;
+                self.lengths[ranked_symbol(key)] = length as u8;
             }
         }
-        Self::from_lengths(lengths)
+        self.assign_codewords(&per_length);
     }
 
     /// The canonical code of these lengths.
     pub fn from_lengths(lengths: [u8; N]) -> Self {
-        // Lengths are at most 15 (the masks below tell the compiler).
-        let mut count = [0u32; 16];
+        // Lengths are at most 15 (the masks tell the compiler).
+        let mut per_length = [0u32; 16];
         for &length in &lengths {
-            count[usize::from(length & 15)] += 1;
+            per_length[usize::from(length & 15)] += 1;
         }
-        count[0] = 0;
+        let mut code = Code { lengths, codewords: [0; N] };
+        code.assign_codewords(&per_length);
+        code
+    }
+
+    /// The canonical codewords of the lengths, of which `per_length` has
+    /// the count of each.
+    fn assign_codewords(&mut self, per_length: &[u32; 16]) {
         let mut next = [0u32; 16];
         for length in 1..16 {
-            next[length] = (next[length - 1] + count[length - 1]) << 1;
+            let shorter = if length == 1 { 0 } else { per_length[length - 1] };
+            next[length] = (next[length - 1] + shorter) << 1;
         }
         // No branch on unused symbols: their codeword comes out as 0.
-        let mut codewords = [0u16; N];
-        for (codeword, &length) in codewords.iter_mut().zip(&lengths) {
+        for (codeword, &length) in self.codewords.iter_mut().zip(&self.lengths) {
             let length = u32::from(length & 15);
             let code = next[length as usize];
             next[length as usize] += 1;
             *codeword = ((code.reverse_bits() >> (31 - length)) >> 1) as u16;
         }
-        Code { lengths, codewords }
     }
 
     /// Bits that `freqs` costs in this code.
