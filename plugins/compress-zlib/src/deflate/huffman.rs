@@ -10,18 +10,18 @@ pub struct Code<const N: usize> {
 }
 
 impl<const N: usize> Code<N> {
-    /// The optimal code for `freqs` with no codeword longer than `limit`.
-    /// The code is always complete (its Kraft sum is exactly 1): if fewer
-    /// than two symbols occur, unused ones are given codes too, since
-    /// inflaters refuse incomplete codes.
+    /// The optimal code for `freqs` (see `make_optimal`).
+    #[cfg(test)]
     pub fn optimal(freqs: &[u32; N], limit: u32) -> Self {
         let mut code = Code { lengths: [0; N], codewords: [0; N] };
         code.make_optimal(freqs, limit);
         code
     }
 
-    /// Makes this code the optimal one for `freqs` (see `optimal`), in
-    /// place.
+    /// Makes this code the optimal one for `freqs` with no codeword
+    /// longer than `limit`, in place. The code is always complete (its
+    /// Kraft sum is exactly 1): if fewer than two symbols occur, unused ones
+    /// are given codes too, since inflaters refuse incomplete codes.
     pub fn make_optimal(&mut self, freqs: &[u32; N], limit: u32) {
         let mut ranked = [0u32; N];
         let mut count = 0;
