@@ -1,4 +1,4 @@
-//! Finds the matches of one page: hash chains over 4-byte sequences sized
+//! Finds the matches of one page: hash chains over 3-byte sequences sized
 //! for a page (the tables fit in the L1 cache and are cleared for the
 //! price of a few cache lines), greedy parsing with a bounded search.
 
