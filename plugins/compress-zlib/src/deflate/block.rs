@@ -4,8 +4,8 @@
 use super::huffman::Code;
 use super::matcher::Parse;
 use super::symbols::{DIST_SYMBOLS, END_OF_BLOCK, LITLEN_SYMBOLS};
-use super::symbols::{distance_extra_bits, length_extra_bits, litlen_symbol, match_fields};
 use super::symbols::{distance_symbol_extra_bits, litlen_extra_bits};
+use super::symbols::{litlen_symbol, match_fields};
 
 /// Code-length symbols, and the order their own lengths are sent in.
 const PRECODE_SYMBOLS: usize = 19;
@@ -165,9 +165,9 @@ fn used_count(lengths: &[u8], min: usize) -> usize {
 /// The extra bits every match of `parse` carries, whatever the code.
 fn extra_bits(parse: &Parse) -> u64 {
     let lengths: u64 =
-        (0..29).map(|c| u64::from(parse.litlen_freqs[257 + c]) * u64::from(length_extra_bits(c))).sum();
+        (257..286).map(|s| u64::from(parse.litlen_freqs[s]) * u64::from(litlen_extra_bits(s))).sum();
     let distances: u64 =
-        (0..30).map(|c| u64::from(parse.dist_freqs[c]) * u64::from(distance_extra_bits(c))).sum();
+        (0..30).map(|s| u64::from(parse.dist_freqs[s]) * u64::from(distance_symbol_extra_bits(s))).sum();
     lengths + distances
 }
 
@@ -307,7 +307,8 @@ impl<'a> BitWriter<'a> {
         self.out[self.pos..self.pos + 8].copy_from_slice(&self.buf.to_le_bytes());
         let bytes = self.count / 8;
         self.pos += bytes as usize;
-        self.buf = if bytes == 8 { 0 } else { self.buf >> (8 * bytes) };
+        // At most 56 bits were put: fewer than eight whole bytes.
+        self.buf >>= 8 * bytes;
         self.count -= 8 * bytes;
     }
 

@@ -67,11 +67,11 @@ pub fn distance_symbol_extra_bits(symbol: usize) -> u32 {
 }
 
 /// The extra bits of each length code (29) and distance code (30).
-pub const fn length_extra_bits(code: usize) -> u8 {
+const fn length_extra_bits(code: usize) -> u8 {
     if code < 8 || code == 28 { 0 } else { ((code - 4) / 4) as u8 }
 }
 
-pub const fn distance_extra_bits(code: usize) -> u8 {
+const fn distance_extra_bits(code: usize) -> u8 {
     if code < 4 { 0 } else { ((code - 2) / 2) as u8 }
 }
 
