@@ -15,7 +15,7 @@
 //! Usage: codec-limit [--deflate | --only CODEC | --efforts LIST]
 //!                    [--plugin FILE[,key=value...]]... DUMP
 //!   --efforts: the page encoder of the built-in zlib at each effort of LIST
-//!   ("depth/nice/insert_limit,...", or "libdeflateN" for libdeflate's
+//!   ("depth/nice/insert_limit[/skip],...", or "libdeflateN" for libdeflate's
 //!   level N, "zlibN" for the system zlib's), in interleaved rounds (every encoder once a round, fastest
 //!   of 15), so that a busy machine slows all of them alike: for tuning.
 //!   without --deflate: the codecs `zlib`, `lzo`, `snappy`, `zstd` (or the
@@ -153,9 +153,14 @@ fn encoder(spec: &str) -> PageEncoder {
         let mut libdeflate = libdeflater::Compressor::new(level);
         return Box::new(move |src, dst| libdeflate.zlib_compress(src, dst).expect("output fits the bound"));
     }
-    let number = |s: &str| s.parse().expect("depth/nice/insert_limit");
+    let number = |s: &str| s.parse().expect("depth/nice/insert_limit[/skip]");
     let v: Vec<usize> = spec.split('/').map(number).collect();
-    let effort = Effort { depth: v[0] as u32, nice: v[1], insert_limit: v[2] };
+    let effort = Effort {
+        depth: v[0] as u32,
+        nice: v[1],
+        insert_limit: v[2],
+        skip: v.get(3).map_or(Effort::NEVER_SKIP, |&s| s as u32),
+    };
     let mut page = PageDeflate::new(effort);
     Box::new(move |src, dst| page.compress(src, dst).expect("output fits the bound"))
 }

@@ -36,8 +36,8 @@ pub const DEFAULT_LEVEL: i64 = 2;
 /// None for the levels that libdeflate writes.
 pub fn page_effort(level: i64) -> Option<Effort> {
     match level {
-        1 => Some(Effort { depth: 2, nice: 16, insert_limit: 8 }),
-        2 => Some(Effort { depth: 4, nice: 16, insert_limit: 8 }),
+        1 => Some(Effort { depth: 2, nice: 16, insert_limit: 8, skip: 7 }),
+        2 => Some(Effort { depth: 4, nice: 16, insert_limit: 8, skip: 7 }),
         _ => None,
     }
 }

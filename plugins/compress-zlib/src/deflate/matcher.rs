@@ -24,6 +24,15 @@ pub struct Effort {
     /// The positions inside a match longer than this are not looked up
     /// later (not hashed), but for its last few.
     pub insert_limit: usize,
+    /// Literal runs speed up: after each 2^skip literals in a row, one
+    /// more position is passed over between lookups (random-looking data
+    /// is crossed quickly; `Effort::NEVER_SKIP` looks up every position).
+    pub skip: u32,
+}
+
+impl Effort {
+    /// A `skip` that never passes a position over (within a page).
+    pub const NEVER_SKIP: u32 = 63;
 }
 
 /// One match of a parse and the literals before it.
@@ -157,8 +166,12 @@ impl Matcher {
                 }
                 pos += length;
             } else {
-                parse.literal(src[pos]);
-                pos += 1;
+                let step = 1 + ((pos - parse.literals_from) >> effort.skip);
+                let next = (pos + step).min(hashable_end);
+                for &byte in &src[pos..next] {
+                    parse.literal(byte);
+                }
+                pos = next;
             }
         }
         for &byte in &src[pos..] {
