@@ -15,8 +15,9 @@
 //! Usage: codec-limit [--deflate | --only CODEC | --efforts LIST]
 //!                    [--plugin FILE[,key=value...]]... DUMP
 //!   --efforts: the page encoder of the built-in zlib at each effort of LIST
-//!   ("depth/nice/insert_limit[/skip],...", or "libdeflateN" for libdeflate's
-//!   level N, "zlibN" for the system zlib's), in interleaved rounds (every encoder once a round, fastest
+//!   ("depth/nice/insert_limit[/skip],...", without skip none; or
+//!   "libdeflateN" for libdeflate's level N, "zlibN" for the system
+//!   zlib's), in interleaved rounds (every encoder once a round, fastest
 //!   of 15), so that a busy machine slows all of them alike: for tuning.
 //!   without --deflate: the codecs `zlib`, `lzo`, `snappy`, `zstd` (or the
 //!   one of --only) as a dump finds them (files on the plugin path, else
