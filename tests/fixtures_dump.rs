@@ -240,9 +240,11 @@ fn dump_dmesg_through_vmdump_as_makedumpfile_from_the_elf_and_from_our_dump() {
                 fixture.name,
                 String::from_utf8_lossy(&result.stderr)
             );
+            // expected/ is makedumpfile 1.7.2's log: vmdump's, which has the
+            // caller ids of 1.7.5 and later, without them.
             assert!(
-                std::fs::read(&log).unwrap() == expected,
-                "{} from the {from}: log differs",
+                fixture.log_as_expected(&std::fs::read(&log).unwrap()) == expected,
+                "{} from the {from}: log differs from makedumpfile 1.7.2's, caller ids aside",
                 fixture.name
             );
             let said = String::from_utf8_lossy(&result.stdout);

@@ -350,11 +350,12 @@ fn fixture_vmcore_sk_dumped_by_qemu_verifies_and_gives_the_kernel_log() {
 
     let log = dir.join("dmesg.txt");
     vmdump_ok([OsArg::from("dmesg"), out.as_path().into(), log.as_path().into()]);
-    let got = std::fs::read(&log).unwrap();
+    // makedumpfile 1.7.2's log (expected/), which has no caller ids.
+    let got = f.log_as_expected(&std::fs::read(&log).unwrap());
     let want = std::fs::read(f.expected_file("dmesg.txt")).unwrap();
     assert!(
         got == want,
-        "the kernel log of the QEMU-style dump differs from makedumpfile's ({} / {} bytes)",
+        "the kernel log of the QEMU-style dump differs from makedumpfile 1.7.2's, caller ids aside ({} / {} bytes)",
         got.len(),
         want.len()
     );

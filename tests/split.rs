@@ -180,8 +180,12 @@ fn split_dump_of_vmcore_sk_reassembles_page_exact() {
         log.as_path().into(),
     ];
     vmdump_ok(args);
+    // expected/ is makedumpfile 1.7.2's log, which has no caller ids.
     let expected = std::fs::read(fixture.expected_file("dmesg.txt")).unwrap();
-    assert!(std::fs::read(&log).unwrap() == expected, "the log read from the pieces differs from expected/");
+    assert!(
+        fixture.log_as_expected(&std::fs::read(&log).unwrap()) == expected,
+        "the log read from the pieces differs from makedumpfile 1.7.2's, caller ids aside"
+    );
 }
 
 #[test]

@@ -63,7 +63,8 @@ pub struct Asked<'a> {
     pub profile: &'a Profile,
     /// The plugins found for this run.
     pub registry: &'a Registry,
-    /// Dump at the bits VMCOREINFO allows when it lacks what others need.
+    /// Dump at the bits VMCOREINFO allows when it lacks what others need
+    /// (`--allow-lower-level`; always in the makedumpfile mode).
     pub allow_lower: bool,
     /// The output format.
     pub format: Format,
@@ -232,7 +233,9 @@ fn kernel_facts(
 /// The dump level, decided here: the asked level and every bit the input
 /// already left out (a converted dump cannot give back what it lacks);
 /// when VMCOREINFO lacks keys some bits need, nothing is dumped, unless
-/// `allow_lower`: then the bits that can be honoured.
+/// `allow_lower` (`--allow-lower-level`, and always in the makedumpfile
+/// mode, which a capture kernel runs): then the bits that can be honoured,
+/// with a note naming the missing keys and the bits dropped.
 fn decide_level(
     asked: DumpLevel,
     earlier: DumpLevel,
@@ -261,7 +264,11 @@ fn decide_level(
     }
     let supported = supported_bits(input.vmcoreinfo(), kernel);
     let lower = wanted & (supported | DumpLevel::ZERO);
-    notes.push(format!("{error}; dumping at level {lower} instead of {wanted} (--allow-lower-level)"));
+    let kept = wanted.without(lower);
+    notes.push(format!(
+        "{error}; dumping at level {lower} instead of {wanted}: the pages bits {} would leave out are kept",
+        kept.list()
+    ));
     Ok(lower)
 }
 

@@ -78,7 +78,7 @@ prepare_fixtures() {
     fi
     mkdir -p target/fixtures
     local name
-    for name in vmcore-S vmcore-SK; do
+    for name in vmcore-S vmcore-SK vmcore-SK72; do
         if [[ ! -f target/fixtures/$name ]]; then
             echo "decompressing $name" >&2
             zstd -q -d -f "$shared/$name.zst" -o "target/fixtures/$name.tmp"

@@ -250,20 +250,43 @@ pub fn descriptor_slots(path: &Path) -> u64 {
     (data - descs as u64) / PAGE_DESC_SIZE as u64
 }
 
+/// Which makedumpfile wrote a fixture's `expected/` files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpectedFrom {
+    /// Debian 12's makedumpfile 1.7.2, the one the tests also run
+    /// (vmcore-S, vmcore-SK: Linux 6.1). Its kernel log has no caller ids.
+    Debian172,
+    /// Upstream makedumpfile master at b7587f1 (vmcore-SK72: Linux 7.2,
+    /// which Debian's 1.7.2 misclassifies): the log with caller ids.
+    UpstreamMaster,
+}
+
 /// The decompressed real vmcores and makedumpfile's expected output.
 pub struct Fixture {
-    /// `vmcore-S` or `vmcore-SK`.
+    /// `vmcore-S`, `vmcore-SK` or `vmcore-SK72`.
     pub name: &'static str,
     /// The ELF vmcore.
     pub elf: PathBuf,
     /// `expected/` of the shared fixtures.
     pub expected: PathBuf,
+    /// Who wrote `expected/`.
+    pub expected_from: ExpectedFrom,
 }
 
 impl Fixture {
     /// An expected file, e.g. `d1.report.txt` or `dmesg.txt`.
     pub fn expected_file(&self, suffix: &str) -> PathBuf {
         self.expected.join(format!("{}.{suffix}", self.name))
+    }
+
+    /// vmdump's kernel log (`log`, with the caller ids of current
+    /// makedumpfile) in the form of `expected/NAME.dmesg.txt`: without the
+    /// ids where 1.7.2 wrote it.
+    pub fn log_as_expected(&self, log: &[u8]) -> Vec<u8> {
+        match self.expected_from {
+            ExpectedFrom::Debian172 => super::kernel_log::without_caller_ids(log),
+            ExpectedFrom::UpstreamMaster => log.to_vec(),
+        }
     }
 
     /// A value of makedumpfile's report line `label` (hex), e.g. "Pages filled with zero".
@@ -276,10 +299,27 @@ impl Fixture {
     }
 }
 
-/// The fixtures, or `None` after saying clearly why they are not there.
-/// `scripts/test.sh` decompresses `../shared/fixtures/*.zst` and sets
-/// `VMDUMP_FIXTURE_DIR` (the ELF files) and `VMDUMP_FIXTURES` (the shared folder).
+/// The fixtures of Linux 6.1 (vmcore-S, vmcore-SK), which the tests also
+/// judge with Debian's makedumpfile, or `None` after saying clearly why
+/// they are not there. `scripts/test.sh` decompresses
+/// `../shared/fixtures/*.zst` and sets `VMDUMP_FIXTURE_DIR` (the ELF files)
+/// and `VMDUMP_FIXTURES` (the shared folder).
 pub fn fixtures() -> Option<Vec<Fixture>> {
+    fixtures_named(&[("vmcore-S", ExpectedFrom::Debian172), ("vmcore-SK", ExpectedFrom::Debian172)])
+}
+
+/// vmcore-SK72 (Linux 7.2), judged by upstream makedumpfile's expected
+/// files only, or `None` as [`fixtures`].
+pub fn fixture_72() -> Option<Fixture> {
+    fixtures_named(&[("vmcore-SK72", ExpectedFrom::UpstreamMaster)]).and_then(|mut list| list.pop())
+}
+
+/// Every fixture: [`fixtures`] and [`fixture_72`].
+pub fn all_fixtures() -> Option<Vec<Fixture>> {
+    Some(fixtures()?.into_iter().chain(fixture_72()).collect())
+}
+
+fn fixtures_named(names: &[(&'static str, ExpectedFrom)]) -> Option<Vec<Fixture>> {
     let shared = std::env::var_os("VMDUMP_FIXTURES")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("../shared/fixtures"));
@@ -296,9 +336,14 @@ pub fn fixtures() -> Option<Vec<Fixture>> {
         );
         return None;
     };
-    let list: Vec<Fixture> = ["vmcore-S", "vmcore-SK"]
-        .into_iter()
-        .map(|name| Fixture { name, elf: dir.join(name), expected: shared.join("expected") })
+    let list: Vec<Fixture> = names
+        .iter()
+        .map(|&(name, expected_from)| Fixture {
+            name,
+            elf: dir.join(name),
+            expected: shared.join("expected"),
+            expected_from,
+        })
         .collect();
     for f in &list {
         assert!(f.elf.is_file(), "VMDUMP_FIXTURE_DIR is set but {} is missing", f.elf.display());

@@ -71,4 +71,5 @@ pub fn build_c_plugin_with(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
 }
 
 pub mod dumps;
+pub mod kernel_log;
 pub mod synthetic;

@@ -69,6 +69,17 @@ impl Machine {
         }
     }
 
+    /// Whether C's `char` is signed in the machine's Linux ABI: on x86_64,
+    /// not on arm64 (nor on ppc64, s390x or riscv64). makedumpfile, run in
+    /// the machine's capture kernel, prints a byte of its kernel log
+    /// through a `char`: this decides how (`vmdump::dmesg`).
+    pub fn c_char_is_signed(self) -> bool {
+        match self {
+            Machine::X86_64 => true,
+            Machine::Aarch64 => false,
+        }
+    }
+
     /// Byte order of its memory and of its dump files.
     pub fn endian(self) -> Endian {
         Endian::Little

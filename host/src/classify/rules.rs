@@ -22,7 +22,8 @@ pub struct PageLayout {
     pub mapcount: Option<usize>,
     /// `OFFSET(page.private)` (u64).
     pub private: Option<usize>,
-    /// `OFFSET(page.compound_head)` (u64; bit 0 marks a tail page).
+    /// `OFFSET(page.compound_head)`, named `OFFSET(page.compound_info)`
+    /// since Linux 7.1 (u64; bit 0 marks a tail page in both).
     pub compound_head: Option<usize>,
 }
 
@@ -165,7 +166,10 @@ impl PageLayout {
             mapping: field(info, "page.mapping", "OFFSET(page.mapping)", size, 8)?,
             mapcount: field(info, "page._mapcount", "OFFSET(page._mapcount)", size, 4)?,
             private: field(info, "page.private", "OFFSET(page.private)", size, 8)?,
-            compound_head: field(info, "page.compound_head", "OFFSET(page.compound_head)", size, 8)?,
+            compound_head: match field(info, "page.compound_head", "OFFSET(page.compound_head)", size, 8)? {
+                Some(off) => Some(off),
+                None => field(info, "page.compound_info", "OFFSET(page.compound_info)", size, 8)?,
+            },
         }))
     }
 }
@@ -281,7 +285,11 @@ impl Rules {
         let l = &self.layout;
         let folio = DumpLevel::CACHE | DumpLevel::CACHE_PRIVATE | DumpLevel::USER;
         need(folio, l.mapping.is_some(), "OFFSET(page.mapping)");
-        need(folio, l.compound_head.is_some(), "OFFSET(page.compound_head)");
+        need(
+            folio,
+            l.compound_head.is_some(),
+            "OFFSET(page.compound_head) (OFFSET(page.compound_info) on 7.1+)",
+        );
         need(folio, self.head_mask.is_some(), "NUMBER(PG_head_mask)");
         need(
             folio,

@@ -18,8 +18,8 @@
 
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
-use super::format::format_record;
-use super::{DmesgError, field, le, read_bytes, size, symbol};
+use super::format::{Escape, LogRecord, format_record};
+use super::{DmesgError, field, le, optional_field, read_bytes, size, symbol};
 use crate::xlat::{KernelMemory, PhysRead};
 
 /// Bits of `state_var` holding the id.
@@ -48,6 +48,8 @@ struct Layout {
     info_size: u64,
     ts_nsec: usize,
     text_len: usize,
+    /// `OFFSET(printk_info.caller_id)` (u32), exported with CONFIG_PRINTK_CALLER.
+    caller_id: Option<usize>,
 }
 
 impl Layout {
@@ -63,6 +65,7 @@ impl Layout {
             info_size,
             ts_nsec: field(info, "printk_info.ts_nsec", 8, info_size)?,
             text_len: field(info, "printk_info.text_len", 2, info_size)?,
+            caller_id: optional_field(info, "printk_info.caller_id", 4, info_size)?,
         })
     }
 }
@@ -82,18 +85,19 @@ struct Rings {
 pub(super) fn kernel_log<R: PhysRead + ?Sized>(
     memory: &KernelMemory<'_, R>,
     info: &VmcoreInfo,
+    escape: Escape,
 ) -> Result<Vec<u8>, DmesgError> {
-    Ok(kernel_log_of(&read_rings(memory, info)?))
+    Ok(kernel_log_of(&read_rings(memory, info)?, escape))
 }
 
 /// Formats every readable record from `tail_id` to `head_id`.
-fn kernel_log_of(rings: &Rings) -> Vec<u8> {
+fn kernel_log_of(rings: &Rings, escape: Escape) -> Vec<u8> {
     let mut out = Vec::with_capacity(rings.data.len());
     let mut id = rings.tail_id;
     // At most one pass over the descriptor ring, whatever head_id says.
     for _ in 0..rings.count {
         match rings.record(id) {
-            Record::Text { ts_nsec, text } => format_record(&mut out, ts_nsec, text),
+            Record::Text(record) => format_record(&mut out, escape, &record),
             Record::Skip => {}
             Record::Corrupt => break,
         }
@@ -166,7 +170,7 @@ fn read_rings<R: PhysRead + ?Sized>(
 /// What a descriptor gives.
 enum Record<'a> {
     /// A readable record.
-    Text { ts_nsec: u64, text: &'a [u8] },
+    Text(LogRecord<'a>),
     /// Not readable now (reserved, reusable, or an older id): no output.
     Skip,
     /// Readable but its data is not where it says: the log ends here.
@@ -192,12 +196,19 @@ impl Rings {
         ) else {
             return Record::Corrupt;
         };
+        let caller = match l.caller_id.map(|at| le(&self.infos, inf + at, 4)) {
+            None => None,
+            Some(Some(id)) => Some(id as u32),
+            Some(None) => return Record::Corrupt,
+        };
         if begin & 1 == 1 || next & 1 == 1 {
             // A record without text (data-less): printed with an empty text.
-            return Record::Text { ts_nsec, text: &[] };
+            return Record::Text(LogRecord { ts_nsec, caller, text: &[] });
         }
         match self.block(id, begin, next) {
-            Some(body) => Record::Text { ts_nsec, text: &body[..body.len().min(text_len as usize)] },
+            Some(body) => {
+                Record::Text(LogRecord { ts_nsec, caller, text: &body[..body.len().min(text_len as usize)] })
+            }
             None => Record::Corrupt,
         }
     }

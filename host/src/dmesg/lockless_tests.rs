@@ -1,6 +1,6 @@
 //! The lockless ring walk on hand-built rings (layout of Linux 6.1 x86_64).
 
-use super::{ID_MASK, Layout, Rings, kernel_log_of};
+use super::{Escape, ID_MASK, Layout, Rings, kernel_log_of};
 
 const LAYOUT: Layout = Layout {
     desc_size: 24,
@@ -10,6 +10,7 @@ const LAYOUT: Layout = Layout {
     info_size: 88,
     ts_nsec: 8,
     text_len: 16,
+    caller_id: None,
 };
 const COMMITTED: u64 = 1 << 62;
 const FINALIZED: u64 = 2 << 62;
@@ -44,7 +45,19 @@ fn put(r: &mut Rings, id: u64, state: u64, (begin, next): (u64, u64), data_at: u
 }
 
 fn text(r: &Rings) -> String {
-    String::from_utf8(kernel_log_of(r)).expect("ASCII")
+    String::from_utf8(kernel_log_of(r, Escape::SignedChar)).expect("ASCII")
+}
+
+/// A kernel that records callers: VMCOREINFO's `OFFSET(printk_info.caller_id)`.
+#[test]
+fn the_caller_id_of_each_record_is_printed_where_the_kernel_records_it() {
+    let mut r = rings(6, 5);
+    r.layout.caller_id = Some(20);
+    put(&mut r, 5, FINALIZED, (80, 96), 16, b"task");
+    put(&mut r, 6, FINALIZED, (96, 112), 32, b"cpu");
+    r.infos[88 + 20..88 + 24].copy_from_slice(&42u32.to_le_bytes());
+    r.infos[2 * 88 + 20..2 * 88 + 24].copy_from_slice(&(0x8000_0000u32 | 3).to_le_bytes());
+    assert_eq!(text(&r), "[    5.000000] [     T42] task\n[    6.000000] [      C3] cpu\n");
 }
 
 #[test]

@@ -7,10 +7,12 @@
 //! the array: the next record is at index 0. The live records run from
 //! `log_first_idx` to `log_next_idx`.
 
+use std::ops::Range;
+
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
-use super::format::format_record;
-use super::{DmesgError, field, le, read_bytes, size, symbol};
+use super::format::{Escape, LogRecord, format_record};
+use super::{DmesgError, field, le, optional_field, read_bytes, size, symbol};
 use crate::xlat::{KernelMemory, PhysRead};
 
 /// Largest buffer accepted (the kernel's maximum is 2^25 plus per-CPU extra).
@@ -27,6 +29,8 @@ pub(super) struct RecordLayout {
     pub len: usize,
     /// `OFFSET(printk_log.text_len)`.
     pub text_len: usize,
+    /// `OFFSET(printk_log.caller_id)` (u32), exported with CONFIG_PRINTK_CALLER (5.1+).
+    pub caller_id: Option<usize>,
 }
 
 impl RecordLayout {
@@ -37,6 +41,7 @@ impl RecordLayout {
             ts_nsec: field(info, "printk_log.ts_nsec", 8, header)?,
             len: field(info, "printk_log.len", 2, header)?,
             text_len: field(info, "printk_log.text_len", 2, header)?,
+            caller_id: optional_field(info, "printk_log.caller_id", 4, header)?,
         })
     }
 }
@@ -45,6 +50,7 @@ impl RecordLayout {
 pub(super) fn kernel_log<R: PhysRead + ?Sized>(
     memory: &KernelMemory<'_, R>,
     info: &VmcoreInfo,
+    escape: Escape,
 ) -> Result<Vec<u8>, DmesgError> {
     let layout = RecordLayout::from_info(info)?;
     let u32_at = |name: &str| -> Result<u64, DmesgError> {
@@ -63,12 +69,14 @@ pub(super) fn kernel_log<R: PhysRead + ?Sized>(
     let first = u32_at("log_first_idx")?;
     let next = u32_at("log_next_idx")?;
     let buf = read_bytes(memory, "log_buf", buf_va, buf_len as usize)?;
-    Ok(format_log(&buf, layout, first as usize, next as usize))
+    Ok(format_log(&buf, layout, escape, first as usize..next as usize))
 }
 
-/// Formats the records of `buf` from index `first` up to `next`; stops at
-/// the first record that does not fit in the buffer.
-pub(super) fn format_log(buf: &[u8], layout: RecordLayout, first: usize, next: usize) -> Vec<u8> {
+/// Formats the records of `buf` from index `live.start` (`log_first_idx`)
+/// up to `live.end` (`log_next_idx`); stops at the first record that does
+/// not fit in the buffer.
+pub(super) fn format_log(buf: &[u8], layout: RecordLayout, escape: Escape, live: Range<usize>) -> Vec<u8> {
+    let (first, next) = (live.start, live.end);
     let mut out = Vec::new();
     let mut idx = first;
     let mut wrapped = false;
@@ -88,13 +96,18 @@ pub(super) fn format_log(buf: &[u8], layout: RecordLayout, first: usize, next: u
         else {
             break;
         };
+        let caller = match layout.caller_id.map(|at| le(buf, idx + at, 4)) {
+            None => None,
+            Some(Some(id)) => Some(id as u32),
+            Some(None) => break,
+        };
         let text_at = idx + layout.header;
         let end = idx + len as usize;
         let Some(text) = buf.get(text_at..text_at + text_len as usize) else { break };
         if text_at + text_len as usize > end {
             break;
         }
-        format_record(&mut out, ts_nsec, text);
+        format_record(&mut out, escape, &LogRecord { ts_nsec, caller, text });
         if idx < next && end > next {
             // Jumped over log_next_idx: the ring is inconsistent.
             break;

@@ -6,7 +6,7 @@
 //! | [`kernel_log`] | picks the ring format from VMCOREINFO and returns the formatted log |
 //! | `lockless` | the lockless ring buffer of Linux 5.10+ (`SYMBOL(prb)`) |
 //! | `log_buf` | the older variable-length `struct printk_log` records (`SYMBOL(log_buf)`) |
-//! | `format` | one record as text: `[%5lu.%06lu] `, indented continuation lines, `\xNN` escapes |
+//! | `format` | one record as text: `[%5lu.%06lu] `, the caller id where the kernel records one, indented continuation lines, `\xNN` escapes |
 //!
 //! ```text
 //! VmcoreInfo ─► Layout (sizes/offsets) ─► bulk read_virt of the rings ─► records ─► format
@@ -28,7 +28,7 @@ use vmdump_format::vmcoreinfo::VmcoreInfo;
 
 use crate::xlat::{KernelMemory, PhysRead, XlatError};
 
-pub use format::format_record;
+pub use format::{Escape, LogRecord, format_record};
 
 /// Why the kernel log could not be extracted.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +67,8 @@ pub enum DmesgError {
 }
 
 /// The kernel log of the dump: exactly the bytes `makedumpfile
-/// --dump-dmesg` writes. The lockless ring buffer is used when VMCOREINFO
+/// --dump-dmesg` writes (1.7.5 and later: with the caller ids of a kernel
+/// that records them; older releases print none, `format` module). The lockless ring buffer is used when VMCOREINFO
 /// exports `SYMBOL(prb)`, else the `log_buf` ring of `struct printk_log`.
 ///
 /// # Errors
@@ -78,10 +79,11 @@ pub fn kernel_log<R: PhysRead + ?Sized>(
     memory: &KernelMemory<'_, R>,
     info: &VmcoreInfo,
 ) -> Result<Vec<u8>, DmesgError> {
+    let escape = Escape::of(memory.arch().machine());
     if info.symbol("prb").is_some() {
-        lockless::kernel_log(memory, info)
+        lockless::kernel_log(memory, info, escape)
     } else if info.symbol("log_buf").is_some() {
-        log_buf::kernel_log(memory, info)
+        log_buf::kernel_log(memory, info, escape)
     } else {
         Err(DmesgError::NoLog)
     }
@@ -105,6 +107,20 @@ fn field(info: &VmcoreInfo, name: &str, width: u64, struct_size: u64) -> Result<
         return Err(DmesgError::Bad { what: "a field offset", value: off, reason: "beyond its struct" });
     }
     Ok(off as usize)
+}
+
+/// [`field`] for a field some kernels lack: `None` when VMCOREINFO does
+/// not export it (`printk_info.caller_id` without CONFIG_PRINTK_CALLER).
+fn optional_field(
+    info: &VmcoreInfo,
+    name: &str,
+    width: u64,
+    struct_size: u64,
+) -> Result<Option<usize>, DmesgError> {
+    match info.offset(name) {
+        None => Ok(None),
+        Some(_) => field(info, name, width, struct_size).map(Some),
+    }
 }
 
 /// Reads `len` bytes of kernel memory at `vaddr`.

@@ -210,6 +210,11 @@ fn dump_request(given: Given, profile: Option<(&Path, &Profile)>) -> anyhow::Res
         threads: given.threads,
         no_mmap: given.no_mmap,
         splitblock_size: given.splitblock_kib.map(|kib| kib << 10),
+        // A capture kernel must not end without a dump: kdump-utils keeps
+        // the file only on exit status 0, and kdump-tools' pipe loses the
+        // status. A level that cannot be honoured in full is lowered to the
+        // bits that can, with a warning naming them (`plan::decide_level`).
+        allow_lower_level: true,
         ..DumpArgs::default()
     };
     if given.split {
