@@ -4,40 +4,83 @@
 # makedumpfile, with the command lines of kdump-tools and kdump-utils; then
 # judges every dump on the host (tests/py/capture_judge.py).
 #
-#   1. host tools (apt-get); the kernel package linux-image-amd64 depends on,
-#      downloaded once into target/capture/; vmdump built and installed by
+#   1. host tools (apt-get); the kernel of a Debian suite, fetched with
+#      apt-get download in an apt state of its own (scripts/lib/debian.sh:
+#      sid's split packages and its vmlinuz under /usr/lib/modules handled)
+#      into target/capture/; vmdump built and installed by
 #      scripts/install.sh into a staging root
 #   2. one busybox initramfs for both kernels (tests/capture/): the install
 #      tree, makedumpfile -> vmdump on PATH, Debian's makedumpfile as
 #      /opt/real/makedumpfile, the static C helpers, virtio and ext4 modules
 #   3. QEMU with TCG (KVM hangs on these machines): the workload, sysrq c,
 #      the capture kernel runs tests/capture/capture.sh and saves /proc/vmcore
-#   4. the output disk read back with debugfs, the dumps judged
+#   4. the output disk read back with debugfs; the judge (a makedumpfile
+#      run on the host on the saved vmcore) dumps it at -d 31 and -d 1 and
+#      writes its kernel log; every dump judged
 #
-# Usage: scripts/capture-test.sh [--keep] [--timeout SECONDS] [--4level]
+# Usage: scripts/capture-test.sh [--suite SUITE] [--kernel PACKAGE]
+#            [--judge debian|PATH|none] [--summary FILE] [--keep]
+#            [--timeout SECONDS] [--4level]
+#   --suite    the Debian suite whose kernel crashes: bookworm (default: 6.1,
+#              the shared fixtures' kernel), trixie, sid, experimental, or
+#              newest (experimental's when its kernel series is newer than
+#              sid's, else sid's)
+#   --kernel   a kernel package of that suite (default: the one
+#              linux-image-amd64 depends on there)
+#   --judge    who judges the page counts and the kernel log:
+#              debian: this machine's makedumpfile (Debian 12's 1.7.2), run
+#                in the guest beside vmdump and on the host; right for
+#                bookworm's kernel only (the default there)
+#              PATH: a makedumpfile binary run on the host, e.g. upstream's
+#                built from its newest commit for kernels newer than
+#                Debian's knows (scripts/kernel-matrix.sh)
+#              none: only the checks that need no judge (every page read
+#                back, drgn, both command lines agree, levels and kernel log
+#                consistent); the in-guest makedumpfile is then timed only
+#              Other suites have no default: say which.
+#   --summary  write the run's figures as JSON to FILE (for the matrix)
 #   --keep     keep this run's folder (dumps, vmcore, serial log) and say where
 #   --timeout  kill QEMU after this many seconds (default 900)
 #   --4level   hide LA57 from the guest CPU: 4-level paging, as in the shared
 #              fixtures (-cpu max has LA57 under TCG, so the kernel runs 5-level)
 # As root. Exit status 0 when every check passed. Kept between runs in
-# target/capture: the kernel package and its unpacked tree, the data disk
-# (and drgn's venv in target/venv-drgn, ensure_drgn of scripts/lib/tools.sh).
+# target/capture: the apt states, the kernel packages and their unpacked
+# trees, the data disks (and drgn's venv in target/venv-drgn, ensure_drgn
+# of scripts/lib/tools.sh).
 set -euo pipefail
+caller_dir=$PWD
 cd "$(dirname "$0")/.."
 source scripts/lib/tools.sh
+source scripts/lib/debian.sh
 export PYTHONDONTWRITEBYTECODE=1 # the judges import each other: no __pycache__ in tests/py
 
 cache=$PWD/target/capture
-keep=0 qemu_timeout=900 cpu=max
+keep=0 qemu_timeout=900 cpu=max suite=bookworm kernel_pkg='' judge='' summary=''
 while (($#)); do
     case $1 in
+        --suite) suite=$2; shift 2 ;;
+        --kernel) kernel_pkg=$2; shift 2 ;;
+        --judge) judge=$2; shift 2 ;;
+        --summary) summary=$(cd "$caller_dir" && realpath -m "$2"); shift 2 ;;
         --keep) keep=1; shift ;;
         --timeout) qemu_timeout=$2; shift 2 ;;
         --4level) cpu=max,la57=off; shift ;;
-        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
         *) echo "capture-test.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
+if [[ -z $judge ]]; then
+    [[ $suite == bookworm ]] || {
+        echo "capture-test.sh: --suite $suite needs --judge: Debian 12's makedumpfile misjudges newer kernels" \
+            "(give upstream makedumpfile's path, or none)" >&2
+        exit 2
+    }
+    judge=debian
+fi
+if [[ $judge != debian && $judge != none ]]; then
+    judge=$(cd "$caller_dir" && realpath -m "$judge")
+    [[ -x $judge ]] || { echo "capture-test.sh: --judge $judge: not debian, none or an executable" >&2; exit 2; }
+fi
 
 die() { echo "capture-test: FAILED: $*" >&2; exit 1; }
 
@@ -51,31 +94,15 @@ step() {
     timings+=("$(printf '%-10s %4d s' "$name" $((SECONDS - start)))")
 }
 
-# The kernel that linux-image-amd64 depends on in the machine's Debian
-# sources (e.g. linux-image-6.1.0-57-amd64): sets kver and kroot, the
-# unpacked package with depmod's modules.dep.
-fetch_kernel() {
-    local pkg
-    pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
-    if [[ -z $pkg ]]; then # no package lists yet on a fresh machine
-        apt-get update -qq
-        pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+# The kernel of the suite (its own apt state, target/capture/apt-SUITE):
+# sets kernel_pkg, kver, kroot (with depmod's modules.dep) and vmlinuz.
+fetch_suite_kernel() {
+    if [[ $suite == newest ]]; then
+        suite=$(newest_kernel_suite "$cache")
+        echo "the newest kernel series is $suite's"
     fi
-    [[ -n $pkg ]] || die "apt-cache finds no kernel package that linux-image-amd64 depends on"
-    kver=${pkg#linux-image-} kroot=$cache/kernel-$kver
-    echo "kernel package: $pkg"
-    [[ -e $kroot/boot/vmlinuz-$kver ]] && return 0
-    mkdir -p "$cache/debs"
-    local debs=("$cache/debs/$pkg"_*.deb)
-    if [[ ! -e ${debs[0]} ]]; then
-        # Sandbox user root: _apt may not write into target/.
-        (cd "$cache/debs" && apt-get download -q -o APT::Sandbox::User=root "$pkg")
-        debs=("$cache/debs/$pkg"_*.deb)
-    fi
-    rm -rf "$kroot.tmp"
-    dpkg-deb -x "${debs[0]}" "$kroot.tmp"
-    depmod -b "$kroot.tmp" "$kver"
-    mv "$kroot.tmp" "$kroot"
+    apt_state "$cache/apt-$suite" amd64 "$suite"
+    fetch_kernel "$cache" "$kernel_pkg"
 }
 
 # Debian's makedumpfile, the reference: refuses to go on when the name is
@@ -103,19 +130,6 @@ copy_libraries() {
         done
 }
 
-# copy_modules DIR MODULE...: the modules and their dependencies, with
-# DIR/order listing them in the order insmod needs.
-copy_modules() {
-    local dir=$1 module ko
-    shift
-    for module in "$@"; do
-        modprobe -d "$kroot" -S "$kver" --show-depends "$module"
-    done | awk '$1 == "insmod" && !seen[$2]++ {print $2}' | while read -r ko; do
-        cp "$ko" "$dir/"
-        basename "$ko" >> "$dir/order"
-    done
-}
-
 make_cpio() {
     (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -1)
 }
@@ -140,10 +154,10 @@ build_initramfs() {
     install -m 0644 tests/capture/workload.sh tests/capture/capture.sh "$tree/capture/"
     copy_libraries "$tree" "$tree/usr/sbin/vmdump" "$tree"/usr/lib/vmdump/plugins/*.so \
         "$real_makedumpfile" /bin/busybox
-    # crc32c first: ext4 asks for it by name (a soft dependency).
-    copy_modules "$tree/modules" virtio_pci virtio_blk crc32c_generic ext4
+    # crc32c first: ext4 asks for it by name (a soft dependency; gone in 6.14+).
+    copy_modules "$kroot" "$kver" "$tree/modules" virtio_pci virtio_blk crc32c_generic ext4
     make_cpio "$tree" > "$work/initrd-capture.gz"
-    install -D -m 0644 "$kroot/boot/vmlinuz-$kver" "$tree/boot/vmlinuz"
+    install -D -m 0644 "$vmlinuz" "$tree/boot/vmlinuz"
     install -m 0644 "$work/initrd-capture.gz" "$tree/boot/initrd-capture.gz"
     make_cpio "$tree" > "$work/initrd.gz"
     stat -c '%n: %s bytes' "$work"/initrd*.gz
@@ -178,8 +192,8 @@ boot_guest() {
     # shellcheck disable=SC2054 # q35,accel=tcg is one argument
     local qemu=(qemu-system-x86_64 -machine q35,accel=tcg -cpu "$cpu" -smp 2 -m 512M
         -nodefaults -display none -no-reboot -serial "file:$log"
-        -kernel "$kroot/boot/vmlinuz-$kver" -initrd "$work/initrd.gz"
-        -append "console=ttyS0 panic=-1 crashkernel=160M"
+        -kernel "$vmlinuz" -initrd "$work/initrd.gz"
+        -append "console=ttyS0 panic=-1 crashkernel=192M"
         -drive "file=$data_img,if=virtio,format=raw,snapshot=on"
         -drive "file=$work/out.img,if=virtio,format=raw")
     echo "${qemu[*]}"
@@ -205,18 +219,39 @@ extract_results() {
     [[ -s $work/out/vmcore ]] || die "no vmcore on the output disk"
 }
 
+# The judge's own runs on the saved vmcore, beside vmdump's in out/:
+# judge.version, judge.d31 and judge.d1 (-l) with their reports, judge.dmesg.
+run_judge() {
+    local bin=$1 out=$work/out level
+    "$bin" -v 2>&1 | head -n 1 > "$out/judge.version"
+    echo "judge: $bin, $(cat "$out/judge.version")"
+    for level in 31 1; do
+        timeout 600 "$bin" --message-level 22 -l -d "$level" "$out/vmcore" "$out/judge.d$level" \
+            > "$out/judge.d$level.report" 2>&1 ||
+            die "the judge's -d $level dump failed: $(tail -n 5 "$out/judge.d$level.report")"
+    done
+    timeout 120 "$bin" --dump-dmesg "$out/vmcore" "$out/judge.dmesg" > "$out/judge.dmesg.stdout" 2>&1 ||
+        die "the judge's --dump-dmesg failed: $(tail -n 5 "$out/judge.dmesg.stdout")"
+}
+
 judge() {
-    local out=$work/out tool
-    for tool in vmdump makedumpfile; do
+    local out=$work/out flat kind=$judge
+    for flat in "$out"/*.kdump-tools*.flat; do
         # makedumpfile 1.7.2 -R spins forever on an empty stream: a failed
         # run is left to the judge, which says why it failed.
-        [[ -s $out/$tool.kdump-tools.flat ]] || continue
-        timeout 120 "$real_makedumpfile" -R "$out/$tool.kdump-tools" < "$out/$tool.kdump-tools.flat" > /dev/null ||
-            die "makedumpfile -R could not rearrange $tool's flattened dump (kdump-tools)"
+        [[ -s $flat ]] || continue
+        timeout 120 "$real_makedumpfile" -R "${flat%.flat}" < "$flat" > /dev/null ||
+            die "makedumpfile -R could not rearrange $(basename "$flat")"
     done
+    case $judge in
+        debian) run_judge "$real_makedumpfile" ;;
+        none) echo "judge: none (the checks that need no judge)" ;;
+        *) run_judge "$judge"; kind=upstream ;;
+    esac
     # Its verdict is kept, so that the timings are printed either way.
     /usr/bin/python3 tests/py/capture_judge.py --vmdump target/release/vmdump \
-        --drgn-python "${VMDUMP_DRGN_VENV:-$PWD/target/venv-drgn}/bin/python" "$out" || verdict=1
+        --drgn-python "${VMDUMP_DRGN_VENV:-$PWD/target/venv-drgn}/bin/python" \
+        --judge "$kind" --serial "$work/serial.log" ${summary:+--summary "$summary"} "$out" || verdict=1
 }
 
 cleanup() {
@@ -236,7 +271,7 @@ main() {
     mkdir -p "$cache"
     work=$(mktemp -d "$cache/run.XXXXXX")
     trap cleanup EXIT
-    step kernel fetch_kernel
+    step kernel fetch_suite_kernel
     step build scripts/install.sh --destdir "$work/stage"
     step initramfs build_initramfs
     step disks make_disks

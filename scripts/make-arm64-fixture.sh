@@ -48,6 +48,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/tools.sh
+source scripts/lib/debian.sh
 export PYTHONDONTWRITEBYTECODE=1
 
 cache=$PWD/target/arm64
@@ -90,106 +91,28 @@ host_tools() {
     [[ -e /usr/aarch64-linux-gnu/lib/libc.a ]] || install_package libc6-dev-arm64-cross
 }
 
-# install_package PKG: for packages no command stands for (a library, a keyring).
+# install_package PKG: for packages no command stands for (a library).
 install_package() {
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" > /dev/null
 }
 
 # ---- the arm64 apt state ----------------------------------------------------
-# Everything apt reads or writes for arm64 lives under target/arm64/apt: a
-# sources.list of its own, its own lists and cache, and an empty dpkg status
-# (nothing is "installed" there, so apt resolves against the archive alone).
-# APT::Architecture=arm64 makes arm64 the native architecture of these
-# commands only, so no `dpkg --add-architecture` is needed: apt-get download
-# and dpkg-deb -x never consult dpkg's architecture list.
-apt_dir=$cache/apt
-apt_opts=(
-    -o "Dir::State=$apt_dir/state" -o "Dir::State::Lists=$apt_dir/state/lists"
-    -o "Dir::State::status=$apt_dir/state/status" -o "Dir::Cache=$apt_dir/cache"
-    -o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d"
-    -o "Dir::Etc::Preferences=$apt_dir/preferences" -o "Dir::Etc::PreferencesParts=$apt_dir/preferences.d"
-    -o APT::Architecture=arm64 -o APT::Architectures::=arm64
-    # The host's docker-clean turns apt's binary cache off: every apt-cache
-    # call would then parse the 18 MB arm64 lists anew (a second each).
-    -o "Dir::Cache::pkgcache=$apt_dir/cache/pkgcache.bin"
-    -o "Dir::Cache::srcpkgcache=$apt_dir/cache/srcpkgcache.bin"
-    # the host's appstream hook would fetch DEP-11 metadata nobody here reads
-    -o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false
-    -o Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false
-    -o Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false
-    -o Acquire::IndexTargets::deb::DEP-11-icons-hidpi::DefaultEnabled=false
-    -o Acquire::Languages=none
-    # the _apt user may not write into target/ (apt's locks are in this state
-    # too, so a second run waits for the first one, not for the host's apt)
-    -o APT::Sandbox::User=root
-)
-apt_arm64() { apt-get "${apt_opts[@]}" "$@"; }
-apt_cache_arm64() { apt-cache "${apt_opts[@]}" "$@"; }
-
-# The same suites as the machine's own sources (security updates included,
-# so the kernel is the one linux-image-amd64 gets here: the x86_64 fixtures'
-# 6.1 kernel), for arm64.
+# Everything apt reads or writes for arm64 lives under target/arm64/apt
+# (scripts/lib/debian.sh): the bookworm suites, as the machine's own sources
+# (security updates included, so the kernel is the one linux-image-amd64
+# gets here: the x86_64 fixtures' 6.1 kernel), for arm64.
 setup_apt() {
-    mkdir -p "$apt_dir"/{state/lists/partial,cache/archives/partial,sources.list.d,preferences.d}
-    touch "$apt_dir/state/status"
-    local keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-    [[ -e $keyring ]] || install_package debian-archive-keyring
-    cat > "$apt_dir/sources.list" << EOF
-deb [arch=arm64 signed-by=$keyring] http://deb.debian.org/debian bookworm main
-deb [arch=arm64 signed-by=$keyring] http://deb.debian.org/debian bookworm-updates main
-deb [arch=arm64 signed-by=$keyring] http://deb.debian.org/debian-security bookworm-security main
-EOF
-    # A warm cache needs no network: the lists are refreshed once a day.
-    if ((refresh)) || [[ -z $(find "$apt_dir/state/lists" -maxdepth 1 -name '*Packages*' -mmin -1440) ]]; then
-        apt_arm64 update -q | tail -n 1
-    fi
+    ((refresh)) && rm -f "$cache/apt/sources.list"
+    apt_state "$cache/apt" arm64 bookworm
 }
 
-# candidate PKG: the version apt would take.
-candidate() {
-    apt_cache_arm64 show --no-all-versions "$1" 2> /dev/null | awk '/^Version:/ {print $2; exit}'
-}
-
-# fetch_deb PKG: downloads the candidate .deb into target/arm64/debs once;
-# prints its path.
-fetch_deb() {
-    local pkg=$1 version deb
-    version=$(candidate "$pkg")
-    [[ -n $version ]] || die "no arm64 package $pkg in $apt_dir/sources.list"
-    deb=$cache/debs/${pkg}_${version/:/%3a}_arm64.deb
-    if [[ ! -s $deb ]]; then
-        mkdir -p "$cache/debs"
-        (cd "$cache/debs" && apt_arm64 download -q "$pkg=$version" > /dev/null)
-    fi
-    [[ -s $deb ]] || die "apt-get download $pkg=$version left no $deb"
-    echo "$deb"
-}
-
-# unpack DEB DIR: dpkg-deb -x into DIR once (a .tmp first, so an interrupted
-# run leaves no half tree).
-unpack() {
-    local deb=$1 dir=$2
-    [[ -d $dir ]] && return 0
-    rm -rf "$dir.tmp"
-    dpkg-deb -x "$deb" "$dir.tmp"
-    mv "$dir.tmp" "$dir"
-}
+# fetch_arm64_deb PKG: the candidate .deb in target/arm64/debs (once); its path.
+fetch_arm64_deb() { fetch_deb "$cache/debs" "$1"; }
 
 # Sets kernel_pkg, kver, kroot (the unpacked package, with modules.dep).
-fetch_kernel() {
-    if [[ -z $kernel_pkg ]]; then
-        kernel_pkg=$(apt_cache_arm64 depends linux-image-arm64 |
-            awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
-        [[ -n $kernel_pkg ]] || die "apt-cache finds no kernel package that linux-image-arm64 depends on"
-    fi
-    kver=${kernel_pkg#linux-image-} kroot=$cache/kernel-$kver
-    echo "kernel package: $kernel_pkg $(candidate "$kernel_pkg")"
-    if [[ ! -e $kroot/lib/modules/$kver/modules.dep ]]; then
-        rm -rf "$kroot"
-        unpack "$(fetch_deb "$kernel_pkg")" "$kroot"
-        depmod -b "$kroot" "$kver"
-    fi
+fetch_arm64_kernel() {
+    fetch_kernel "$cache" "$kernel_pkg"
     # The kernel's own word on what the fixture must handle.
     grep -E '^CONFIG_(ARM64_PAGE_SHIFT|ARM64_VA_BITS|ARM64_PA_BITS|PGTABLE_LEVELS|RANDOMIZE_BASE|FW_CFG_SYSFS)=' \
         "$kroot/boot/config-$kver" | tr '\n' ' '
@@ -199,7 +122,7 @@ fetch_kernel() {
 fetch_busybox() {
     busybox_version=$(candidate busybox-static)
     busybox_root=$cache/busybox-static-${busybox_version/:/%3a}
-    unpack "$(fetch_deb busybox-static)" "$busybox_root"
+    unpack "$(fetch_arm64_deb busybox-static)" "$busybox_root"
     [[ -x $busybox_root/bin/busybox ]] || die "busybox-static has no bin/busybox"
     echo "busybox-static $busybox_version"
 }
@@ -215,7 +138,7 @@ depends_closure() {
         [[ $seen == *" $pkg "* ]] && continue
         seen+="$pkg "
         echo "$pkg"
-        mapfile -t -O "${#queue[@]}" queue < <(apt_cache_arm64 show --no-all-versions "$pkg" |
+        mapfile -t -O "${#queue[@]}" queue < <(apt_cache_in show --no-all-versions "$pkg" |
             awk -F': ' '/^(Pre-)?Depends:/ {print $2}' | tr ',' '\n' |
             sed -E 's/\|.*//; s/\(.*\)//; s/:any//; s/[[:space:]]//g' | grep -vxE 'perl|perl-base|' || true)
     done
@@ -232,7 +155,7 @@ fetch_makedumpfile() {
         rm -rf "$sysroot"
         mkdir -p "$sysroot"
         for pkg in "${pkgs[@]}"; do
-            dpkg-deb -x "$(fetch_deb "$pkg")" "$sysroot"
+            dpkg-deb -x "$(fetch_arm64_deb "$pkg")" "$sysroot"
         done
         echo "$stamp" > "$sysroot/.packages"
     fi
@@ -247,19 +170,6 @@ fetch_makedumpfile() {
 }
 
 # ---- the guest ----------------------------------------------------------------
-# copy_modules DIR MODULE...: the modules and their dependencies, with
-# DIR/order listing them in the order insmod needs.
-copy_modules() {
-    local dir=$1 module ko
-    shift
-    for module in "$@"; do
-        modprobe -d "$kroot" -S "$kver" --show-depends "$module"
-    done | awk '$1 == "insmod" && !seen[$2]++ {print $2}' | while read -r ko; do
-        cp "$ko" "$dir/"
-        basename "$ko" >> "$dir/order"
-    done
-}
-
 make_cpio() {
     (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -1)
 }
@@ -273,7 +183,7 @@ build_initramfs() {
     aarch64-linux-gnu-gcc -O2 -Wall -Werror -static -o "$tree/bin/memfill" tests/capture/memfill.c
     install -m 0755 tests/fixtures/arm64/guest/init "$tree/init"
     # crc32c first: ext4 asks for it by name (a soft dependency).
-    copy_modules "$tree/modules" qemu_fw_cfg virtio_mmio virtio_blk crc32c_generic ext4
+    copy_modules "$kroot" "$kver" "$tree/modules" qemu_fw_cfg virtio_mmio virtio_blk crc32c_generic ext4
     make_cpio "$tree" > "$work/initrd.gz"
     echo "initramfs: $(stat -c %s "$work/initrd.gz") bytes, modules: $(tr '\n' ' ' < "$tree/modules/order")"
 }
@@ -352,7 +262,7 @@ boot_and_dump() {
     # shellcheck disable=SC2054 # the commas are inside single arguments
     qemu=(qemu-system-aarch64 -M virt -cpu "$cpu" -accel tcg -m 256M -smp 1
         -nodefaults -display none -no-reboot -serial "file:$log"
-        -kernel "$kroot/boot/vmlinuz-$kver" -initrd "$work/initrd.gz" -append "$append"
+        -kernel "$vmlinuz" -initrd "$work/initrd.gz" -append "$append"
         -device vmcoreinfo
         -drive "if=none,id=data,file=$data_img,format=raw,snapshot=on"
         -device virtio-blk-device,drive=data
@@ -555,7 +465,7 @@ main() {
     mkdir -p "$cache"
     step tools host_tools
     step apt setup_apt
-    step kernel fetch_kernel
+    step kernel fetch_arm64_kernel
     step busybox fetch_busybox
     if ((reference)); then step mdf-root fetch_makedumpfile; fi
     step initramfs build_initramfs

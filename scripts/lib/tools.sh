@@ -99,7 +99,7 @@ prepare_fixtures() {
 # tools that build its initramfs and disks and read the output disk back,
 # and the judges (makedumpfile, libkdumpfile, drgn).
 ensure_capture_tools() {
-    apt_ensure qemu-system-x86_64:qemu-system-x86 busybox:busybox-static cpio:cpio \
+    apt_ensure qemu-system-x86_64:qemu-system-x86 busybox:busybox-static cpio:cpio xz:xz-utils zstd:zstd \
         debugfs:e2fsprogs modprobe:kmod cc:gcc makedumpfile:makedumpfile py/kdumpfile:python3-libkdumpfile
     ensure_drgn
 }

@@ -2,8 +2,9 @@
 # Runs in the kdump capture kernel, on the real /proc/vmcore: the dump
 # commands of kdump-tools (Debian) and kdump-utils (Fedora, RHEL), once with
 # vmdump under the name makedumpfile and once with Debian's makedumpfile,
-# each timed by runstat; vmdump's own default; then /proc/vmcore itself is
-# saved, so that the host can judge every page of every dump against it.
+# each timed by runstat, and vmdump's at -d 1 too; vmdump's own default;
+# then /proc/vmcore itself is saved, so that the host can judge every page
+# of every dump against it.
 # Results go to /out on the output disk (/dev/vdb, ext4).
 real=/opt/real/makedumpfile
 out=/disk/out
@@ -42,6 +43,11 @@ run vmdump.kdump-utils "$out/vmdump.kdump-utils.stdout" \
     $mdf -l --message-level 7 -d 31 $v "$out/vmdump.kdump-utils"
 run makedumpfile.kdump-utils "$out/makedumpfile.kdump-utils.stdout" \
     $real -l --message-level 7 -d 31 $v "$out/makedumpfile.kdump-utils"
+# The same command lines at -d 1 (zero pages only), vmdump's alone: the
+# host's judge dumps the saved vmcore at both levels.
+run vmdump.kdump-tools-d1 "$out/vmdump.kdump-tools-d1.flat" $mdf -F -c -d 1 $v
+run vmdump.kdump-utils-d1 "$out/vmdump.kdump-utils-d1.stdout" \
+    $mdf -l --message-level 7 -d 1 $v "$out/vmdump.kdump-utils-d1"
 # both: makedumpfile --dump-dmesg /proc/vmcore FILE
 run vmdump.dmesg "$out/vmdump.dmesg.stdout" $mdf --dump-dmesg $v "$out/vmdump.dmesg"
 run makedumpfile.dmesg "$out/makedumpfile.dmesg.stdout" $real --dump-dmesg $v "$out/makedumpfile.dmesg"

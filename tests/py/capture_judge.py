@@ -2,18 +2,28 @@
 """Judges what scripts/capture-test.sh brought back from the kdump capture
 kernel, and prints a summary table of the runs.
 
-usage: capture_judge.py --vmdump BIN --drgn-python PYTHON OUT
+usage: capture_judge.py --vmdump BIN --drgn-python PYTHON --judge debian|upstream|none
+                        --serial LOG [--summary FILE] OUT
 
 OUT is the output disk's /out: for each run NAME (vmdump.X and
-makedumpfile.X for X in kdump-tools, kdump-utils, dmesg, and vmdump.default)
-NAME.stat (runstat's key=value lines), NAME.stderr and the output (the
-kdump-tools files as NAME.kdump-tools.flat and, after makedumpfile -R,
-NAME.kdump-tools); modes.txt (stat -c '%a %s %n' in the guest); and the
-saved /proc/vmcore as vmcore. Exits 1 if any check failed.
+makedumpfile.X for X in check-params, kdump-tools, kdump-utils, dmesg;
+vmdump.kdump-tools-d1, vmdump.kdump-utils-d1 and vmdump.default) NAME.stat
+(runstat's key=value lines), NAME.stderr and the output (the kdump-tools
+files as NAME.flat and, after makedumpfile -R, NAME); modes.txt (stat -c
+'%a %s %n' in the guest); the saved /proc/vmcore as vmcore; and, unless
+the judge is none, the judge's own runs on the host: judge.version,
+judge.d31, judge.d1 (-l) and judge.dmesg. LOG is the serial console.
+
+The judge: debian is Debian's makedumpfile, run in the guest beside vmdump
+too (its dumps and exit status are then checks); upstream is another
+makedumpfile run on the host only (the guest's Debian makedumpfile is then
+timed, not judged); none leaves the checks that need no judge. Exits 1 if
+any check failed.
 """
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,13 +32,17 @@ import kdumpfile
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from kdump_bitmap import counts  # noqa: E402
+from kdump_bitmap import counts, dumpable_pfns  # noqa: E402
+from kernel_log import (first_kernel_console_lines, log_lines, prints_caller_ids,  # noqa: E402
+                        without_caller_ids)
 
 # The command lines both tools ran, with makedumpfile's options.
 PAIRS = [("kdump-tools", "-F -c -d 31"), ("kdump-utils", "-l --message-level 7 -d 31")]
-RUNS = [f"{tool}.{line}" for line in ("check-params", "kdump-tools", "kdump-utils", "dmesg")
-        for tool in ("vmdump", "makedumpfile")] + ["vmdump.default"]
-DUMPS = [f"{tool}.{line}" for line, _ in PAIRS for tool in ("vmdump", "makedumpfile")] + ["vmdump.default"]
+# vmdump's dumps of each distribution command line, by level.
+FORMS = {31: ["vmdump.kdump-tools", "vmdump.kdump-utils"], 1: ["vmdump.kdump-tools-d1", "vmdump.kdump-utils-d1"]}
+VMDUMP_RUNS = ["vmdump.check-params", *FORMS[31], *FORMS[1], "vmdump.dmesg", "vmdump.default"]
+REFERENCE_RUNS = [f"makedumpfile.{line}" for line in ("check-params", "kdump-tools", "kdump-utils", "dmesg")]
+DUMPS = [*FORMS[31], *FORMS[1], "vmdump.default", "makedumpfile.kdump-tools", "makedumpfile.kdump-utils"]
 
 
 class Judge:
@@ -74,29 +88,38 @@ def run_json(cmd):
     return p.returncode, result, (p.stdout + p.stderr).strip()
 
 
-def judge_runs(j, out):
-    """Every run exited 0; vmdump's dumps read /proc/vmcore through mmap:
-    runstat -m saw it in the process's maps, and `vmdump dump`'s report
-    (the only one that would say so) has no mmap failure."""
-    for name in RUNS + ["vmcore"]:
+def judge_runs(j, args, out):
+    """vmdump's runs (and Debian's makedumpfile's when it is the judge)
+    exited 0, with no warning; vmdump's dumps read /proc/vmcore through
+    mmap: runstat -m saw it in the process's maps, and `vmdump dump`'s
+    report (the only one that would say so) has no mmap failure."""
+    for name in VMDUMP_RUNS + ["vmcore"]:
         stat = read_stat(out / f"{name}.stat")
-        ok = stat.get("exit") == 0
-        j.check(ok, f"{name} ran in the capture kernel and exited 0",
+        j.check(stat.get("exit") == 0, f"{name} ran in the capture kernel and exited 0",
                 f"exit {stat.get('exit')}; stderr: {tail(out / f'{name}.stderr')}")
-    for name in ("vmdump.kdump-tools", "vmdump.kdump-utils", "vmdump.default"):
+    for name in VMDUMP_RUNS:
+        err = (out / f"{name}.stderr").read_text(errors="replace")
+        warned = [line for line in err.splitlines() if "warning" in line]
+        j.check(not warned, f"{name} gave no warning (nothing lowered, nothing unread)", " | ".join(warned))
+    for name in REFERENCE_RUNS:
+        stat = read_stat(out / f"{name}.stat")
+        if args.judge == "debian":
+            j.check(stat.get("exit") == 0, f"{name} ran in the capture kernel and exited 0",
+                    f"exit {stat.get('exit')}; stderr: {tail(out / f'{name}.stderr')}")
+        else:
+            info(f"{name} (timed, not the judge): exit {stat.get('exit')}")
+    for name in (*FORMS[31], *FORMS[1], "vmdump.default"):
         mapped = read_stat(out / f"{name}.stat").get("mapped")
         err = (out / f"{name}.stderr").read_text(errors="replace")
         j.check(mapped == 1 and "mmap failed" not in err, f"{name} read /proc/vmcore through mmap",
                 f"mapped={mapped}; " + next((line for line in err.splitlines() if "mmap" in line), ""))
-    mapped = {n: read_stat(out / f"{n}.stat").get("mapped") == 1 for n in RUNS}
-    info("/proc/vmcore mapped: " + ", ".join(f"{n} {'yes' if m else 'no'}" for n, m in mapped.items()))
 
 
 def judge_modes(j, out):
     """Files vmdump creates are 0600 (the -F stream is the shell's file)."""
     modes = {Path(p).name: m for m, _size, p in
              (line.split(None, 2) for line in (out / "modes.txt").read_text().splitlines())}
-    for name in ("vmdump.kdump-utils", "vmdump.dmesg", "vmdump.default"):
+    for name in ("vmdump.kdump-utils", "vmdump.kdump-utils-d1", "vmdump.dmesg", "vmdump.default"):
         j.check(modes.get(name) == "600", f"{name} is mode 0600 in the guest", f"mode {modes.get(name)}")
     info("modes in the guest (umask 022): " + ", ".join(
         f"{n} {m}" for n, m in sorted(modes.items()) if not n.endswith((".stat", ".stderr", ".stdout"))))
@@ -111,11 +134,12 @@ def judge_install(j, out):
 
 
 def describe_kernel(out):
-    """What the crashed kernel was, from VMCOREINFO (makedumpfile's dump)."""
-    lines = kdumpfile.kdumpfile(str(out / "makedumpfile.kdump-utils")).attr["linux.vmcoreinfo.lines"]
-    levels = 5 if str(lines["NUMBER(pgtable_l5_enabled)"]) == "1" else 4
+    """What the crashed kernel was, from VMCOREINFO (vmdump's dump)."""
+    lines = kdumpfile.kdumpfile(str(out / "vmdump.kdump-utils")).attr["linux.vmcoreinfo.lines"]
+    levels = 5 if str(lines.get("NUMBER(pgtable_l5_enabled)", 0)) == "1" else 4
     info(f"crashed kernel {lines['OSRELEASE']}: {levels}-level paging, "
          f"KERNELOFFSET={lines['KERNELOFFSET']} (KASLR), phys_base {lines['NUMBER(phys_base)']}")
+    return str(lines["OSRELEASE"])
 
 
 def read_back(j, args, dump, vmcore):
@@ -132,6 +156,7 @@ def read_back(j, args, dump, vmcore):
     j.check(rc == 0 and r.get("different") == 0 and r.get("equal") == held,
             f"libkdumpfile reads every page of {dump.name} equal to the vmcore", text)
     if dump.name.startswith("vmdump."):
+        dump = drgn_readable(j, args, dump, r.get("attrs", {}).get("linux.uts.release") or "")
         rc, d, text = run_json([args.drgn_python, HERE / "drgn_compare.py", dump, vmcore])
         j.check(rc == 0 and d.get("different") == 0 and d.get("equal") == held
                 and d.get("missing") == d.get("compared", 0) - held,
@@ -144,12 +169,61 @@ def read_back(j, args, dump, vmcore):
     return c, r.get("attrs")
 
 
-def judge_pair(j, out, line, options, read):
-    """vmdump's dump of a command line against makedumpfile's."""
+# A release libkdumpfile can parse: two or three numbers, then the end or
+# (after three) anything.
+PARSABLE_RELEASE = re.compile(r"^\d+\.\d+(\.\d+.*)?$")
+
+
+def drgn_readable(j, args, dump, release):
+    """The dump, or where drgn's libkdumpfile (0.3.0's, and libkdumpfile's
+    newest) cannot parse the kernel's release, a copy it can: it wants
+    "X.Y" or "X.Y.Z...", and refuses every kdump file of a kernel released
+    as "7.3-amd64" (Debian's rc kernels), makedumpfile's as well as
+    vmdump's. The copy's header utsname and VMCOREINFO OSRELEASE read
+    "7.3.0-amd" (as many bytes); everything else is the dump's."""
+    if PARSABLE_RELEASE.match(release) or not release:
+        return dump
+    fixed = re.sub(r"^(\d+\.\d+)", r"\1.0", release)[:len(release)].encode()
+    if not REFUSED_RELEASES.get(release):
+        reference = dump.parent / "makedumpfile.kdump-utils"
+        rc, _, text = run_json([args.drgn_python, HERE / "drgn_uts.py", reference, dump.parent / "vmcore"])
+        REFUSED_RELEASES[release] = j.check(
+            rc != 0 and "Invalid kernel version" in text,
+            f"drgn's libkdumpfile refuses release {release} in makedumpfile's dump too (a reader's limit)", text)
+    copy = dump.parent / f"{dump.name}.drgn-copy"
+    shutil.copyfile(dump, copy)
+    with open(copy, "r+b") as f:
+        head = f.read(1 << 20)
+        f.seek(UTS_RELEASE)
+        f.write(fixed.ljust(65, b"\0"))
+        old = b"OSRELEASE=" + release.encode() + b"\n"
+        for at in (m.start() for m in re.finditer(re.escape(old), head)):
+            f.seek(at)
+            f.write(b"OSRELEASE=" + fixed + b"\n")
+    info(f"drgn reads {dump.name} through a copy whose release reads {fixed.decode()}")
+    return copy
+
+
+# Releases drgn was seen to refuse in makedumpfile's dump too.
+REFUSED_RELEASES = {}
+
+# utsname.release in disk_dump_header: after the signature (8), the
+# version (4), sysname and nodename (65 each).
+UTS_RELEASE = 8 + 4 + 2 * 65
+
+
+def judge_pair(j, args, out, line, options, read):
+    """vmdump's dump of a command line against Debian's makedumpfile's in
+    the guest: the same attributes always; the same pages when Debian's
+    makedumpfile is the judge."""
     (cm, am), (ct, at) = read[f"vmdump.{line}"], read[f"makedumpfile.{line}"]
-    j.check(cm["pages_in_file"] == ct["pages_in_file"] and cm["ram_pages"] == ct["ram_pages"],
-            f"{line} ({options}): pages in the file equal makedumpfile's ({ct['pages_in_file']})",
-            f"vmdump {cm}, makedumpfile {ct}")
+    if args.judge == "debian":
+        j.check(cm["pages_in_file"] == ct["pages_in_file"] and cm["ram_pages"] == ct["ram_pages"],
+                f"{line} ({options}): pages in the file equal makedumpfile's ({ct['pages_in_file']})",
+                f"vmdump {cm}, makedumpfile {ct}")
+    else:
+        info(f"{line}: Debian's makedumpfile (not the judge) kept {ct['pages_in_file']} pages, "
+             f"vmdump {cm['pages_in_file']}")
     j.check(am is not None and am.get("arch.name") == "x86_64" and am == at,
             f"{line}: libkdumpfile's arch.name and linux.uts.* equal makedumpfile's",
             f"vmdump {am}, makedumpfile {at}")
@@ -157,18 +231,69 @@ def judge_pair(j, out, line, options, read):
     info(f"{line}: vmdump's file is {'' if same else 'not '}byte-identical to makedumpfile's")
 
 
-def judge_dmesg(j, out):
-    mine, theirs = out / "vmdump.dmesg", out / "makedumpfile.dmesg"
-    j.check(mine.read_bytes() == theirs.read_bytes(),
-            "--dump-dmesg: vmdump's log equals makedumpfile's byte for byte", f"cmp {mine} {theirs}")
+def judge_levels(j, args, out, vmcore_ram):
+    """What needs no judge: at each level both command lines hold the same
+    pfns and record the level asked; -d 1 holds every RAM page of the vmcore
+    (zero pages stay in the 2nd bitmap); -d 31 holds a part of -d 1. With a
+    judge: its dump of each level holds the same pfns."""
+    pfns = {}
+    for level, names in FORMS.items():
+        held = [dumpable_pfns(out / name) for name in names]
+        j.check(held[0] == held[1], f"-d {level}: both command lines hold the same {len(held[0])} pfns",
+                f"{names[0]} {len(held[0])}, {names[1]} {len(held[1])}")
+        for name in names:
+            recorded = counts(out / name)["dump_level"]
+            j.check(recorded == level, f"{name}: the header records level {level}", f"level {recorded}")
+        pfns[level] = set(held[0])
+        if args.judge != "none":
+            theirs = dumpable_pfns(out / f"judge.d{level}")
+            only_ours, only_theirs = sorted(pfns[level] - set(theirs)), sorted(set(theirs) - pfns[level])
+            j.check(not only_ours and not only_theirs,
+                    f"-d {level}: the pfns in the file equal the judge's ({len(theirs)})",
+                    f"only vmdump's {[hex(p) for p in only_ours[:8]]} ({len(only_ours)}), only the judge's "
+                    f"{[hex(p) for p in only_theirs[:8]]} ({len(only_theirs)})")
+    j.check(pfns[1] == vmcore_ram, f"-d 1 holds every RAM page of the vmcore ({len(vmcore_ram)})",
+            f"{len(pfns[1] - vmcore_ram)} pfns not RAM, {len(vmcore_ram - pfns[1])} RAM pfns missing")
+    j.check(pfns[31] <= pfns[1] and len(pfns[31]) < len(pfns[1]),
+            f"-d 31 keeps {len(pfns[31])} of them", f"{len(pfns[31] - pfns[1])} pfns not in -d 1")
+
+
+def vmcore_ram_pfns(vmcore):
+    from compare_dump import elf_loads, ram_pfns
+    with open(vmcore, "rb") as f:
+        return set(ram_pfns(elf_loads(f), 2**52))
+
+
+def judge_dmesg(j, args, out, serial):
+    """The kernel log: equal to the judge's byte for byte (without the
+    caller ids where the judge predates them), and holding every kernel
+    line the crashed kernel printed on its console. Returns whether it
+    equals the judge's (None without one)."""
+    mine, equal = (out / "vmdump.dmesg").read_bytes(), None
+    if args.judge != "none":
+        version = (out / "judge.version").read_text().strip()
+        theirs = (out / "judge.dmesg").read_bytes()
+        callers = prints_caller_ids(version)
+        ours = mine if callers else without_caller_ids(mine)
+        equal = ours == theirs
+        j.check(equal, f"--dump-dmesg: vmdump's log equals the judge's byte for byte"
+                f"{'' if callers else ', caller ids aside (it predates them)'} ({version})",
+                f"{len(ours)} bytes against {len(theirs)}")
+    console = first_kernel_console_lines(serial.read_bytes())
+    found = log_lines(mine)
+    missing = [f"[{stamp}] {text.decode()}" for stamp, text in console if (stamp, text) not in found]
+    j.check(console and not missing,
+            f"--dump-dmesg: vmdump's log holds the {len(console)} kernel lines of the console, "
+            "the crash's among them", f"{len(missing)} missing, first {missing[:3]}")
+    return equal
 
 
 def summary(out, read):
     print(f"\n{'run':<26} {'wall s':>7} {'user s':>7} {'sys s':>6} {'peak RSS':>10} "
           f"{'output bytes':>13} {'pages':>7} {'zero':>6}")
-    for name in (n for n in RUNS + ["vmcore"] if "check-params" not in n):
+    for name in (n for n in VMDUMP_RUNS + REFERENCE_RUNS + ["vmcore"] if "check-params" not in n):
         s = read_stat(out / f"{name}.stat")
-        f = out / (f"{name}.flat" if name.endswith("kdump-tools") else name)
+        f = out / (f"{name}.flat" if "kdump-tools" in name else name)
         c = (read.get(name) or ({}, None))[0]
         print(f"{name:<26} {s.get('wall_s', 0):7.2f} {s.get('user_s', 0):7.2f} {s.get('sys_s', 0):6.2f} "
               f"{s.get('maxrss_kib', 0) / 1024:6.1f} MiB {f.stat().st_size if f.exists() else 0:13,} "
@@ -181,24 +306,43 @@ def summary(out, read):
     print("(timings in a TCG guest, every instruction emulated; kdump-tools' size is the flattened stream's)")
 
 
+def figures(args, out, release, read, dmesg_equal, failed):
+    """The run for scripts/kernel-matrix.sh's table."""
+    judge = {}
+    if args.judge != "none":
+        judge = {"version": (out / "judge.version").read_text().strip(),
+                 **{f"d{level}": {"pages": counts(out / f"judge.d{level}")["pages_in_file"],
+                                  "bytes": (out / f"judge.d{level}").stat().st_size} for level in FORMS}}
+    vmdump = {f"d{level}": {"pages": [(read.get(n) or ({}, None))[0].get("pages_in_file") for n in names],
+                            "bytes": (out / names[1]).stat().st_size} for level, names in FORMS.items()}
+    return {"release": release, "judge": judge, "vmdump": vmdump, "dmesg_equal": dmesg_equal,
+            "failed": failed}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vmdump", required=True)
     ap.add_argument("--drgn-python", required=True)
+    ap.add_argument("--judge", choices=["debian", "upstream", "none"], required=True)
+    ap.add_argument("--serial", type=Path, required=True)
+    ap.add_argument("--summary", type=Path)
     ap.add_argument("out", type=Path)
     args = ap.parse_args()
     out, j = args.out, Judge()
-    judge_runs(j, out)
+    judge_runs(j, args, out)
     j.guard("modes", judge_modes, j, out)
     j.guard("install tree", judge_install, j, out)
-    j.guard("VMCOREINFO", describe_kernel, out)
+    release = j.guard("VMCOREINFO", describe_kernel, out)
     read = {name: j.guard(f"{name}: read back", read_back, j, args, out / name, out / "vmcore")
             for name in DUMPS}
     for line, options in PAIRS:
         if read[f"vmdump.{line}"] and read[f"makedumpfile.{line}"]:
-            j.guard(f"{line}: vmdump against makedumpfile", judge_pair, j, out, line, options, read)
-    j.guard("--dump-dmesg", judge_dmesg, j, out)
+            j.guard(f"{line}: vmdump against makedumpfile", judge_pair, j, args, out, line, options, read)
+    j.guard("levels", judge_levels, j, args, out, vmcore_ram_pfns(out / "vmcore"))
+    dmesg_equal = j.guard("--dump-dmesg", judge_dmesg, j, args, out, args.serial)
     summary(out, read)
+    if args.summary:
+        args.summary.write_text(json.dumps(figures(args, out, release, read, dmesg_equal, j.failed)) + "\n")
     if j.failed:
         print(f"\n{len(j.failed)} checks FAILED:\n  " + "\n  ".join(j.failed))
     return 1 if j.failed else 0

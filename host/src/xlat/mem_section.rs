@@ -4,9 +4,18 @@
 //! `SYMBOL(mem_section)` is the root array: `LENGTH(mem_section)` pointers,
 //! each to `SECTIONS_PER_ROOT = PAGE_SIZE / SIZE(mem_section)` structures.
 //! A section is present iff bit 0 of its `section_mem_map` is set; masking
-//! the low 5 flag bits gives the *encoded* pointer, and the section's first
+//! the low flag bits gives the *encoded* pointer, and the section's first
 //! struct page is at `encoded + section_start_pfn · SIZE(page)`. Only the
 //! roots covering `max_pfn_hint` are read, each root page once, in bulk.
+//!
+//! How many low bits are flags depends on the kernel's build
+//! (`SECTION_MAP_LAST_BIT`, which VMCOREINFO does not export): 5 on Linux
+//! 4.13 to 6.x with CONFIG_ZONE_DEVICE, 6 on kernels with
+//! CONFIG_SPARSEMEM_VMEMMAP_PREINIT too (Debian's 7.2: bit 5 marks a
+//! section whose vmemmap was set up early for boot-time hugetlb pages).
+//! The encoded pointer is the vmemmap base, or a page-aligned mem_map less
+//! a multiple of 2 MiB, so no bit of it lies below 4 KiB: every bit there
+//! is masked, whatever the kernel (docs/kernels.md).
 
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
@@ -14,8 +23,10 @@ use super::{KernelMemory, PhysRead, XlatError};
 
 /// `SECTION_MARKED_PRESENT`.
 const SECTION_MARKED_PRESENT: u64 = 1;
-/// Low flag bits of `section_mem_map` (`SECTION_MAP_LAST_BIT` = 5).
-const SECTION_MAP_FLAGS: u64 = (1 << 5) - 1;
+/// Low bits of `section_mem_map` that are not the encoded pointer: the
+/// flags (below `SECTION_MAP_LAST_BIT`, 5 or 6 today) and the zeros of a
+/// page-aligned pointer (module docs).
+const SECTION_MAP_FLAGS: u64 = (1 << 12) - 1;
 /// Most roots read at once (16 MiB of pointers; 5-level kernels have 131072).
 const MAX_ROOTS_READ: u64 = 1 << 21;
 /// x86_64 physical addresses have at most 52 bits.

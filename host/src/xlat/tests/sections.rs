@@ -69,6 +69,16 @@ fn array_and_pointer_symbols() {
     assert_eq!(only_first.present_pfn_end(), 0x8000, "sections beyond the hint are not read");
 }
 
+/// Kernels with CONFIG_SPARSEMEM_VMEMMAP_PREINIT (Debian's 7.2) have six
+/// flag bits: bit 5 (`SECTION_IS_VMEMMAP_PREINIT`) and bit 4
+/// (`SECTION_TAINT_ZONE_DEVICE`) set must not move the mem_map.
+#[test]
+fn a_sixth_flag_bit_is_not_taken_for_the_pointer() {
+    let m = memory(VMEMMAP | 0x30);
+    let table = read(&m, &text(PAGE_OFFSET_L4 + ROOTS, 4096), 0x1_ffda).unwrap();
+    assert_eq!(table.mem_map_of(0x1_8005), Some(VMEMMAP + 0x1_8005 * 64));
+}
+
 #[test]
 fn bad_tables_are_typed_errors() {
     let m = memory(0x4000); // section 3's mem_map is a user address
