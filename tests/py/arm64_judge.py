@@ -15,7 +15,8 @@ libkdumpfile reads every page it holds equal to the ELF; it holds exactly
 the pfns makedumpfile's dump of that level holds (bitmaps compared pfn by
 pfn); each count of the report equals makedumpfile's; its attributes name
 the machine (arch.name, linux.uts.machine) and the kernel's release. Then
-the kernel logs are compared. Exits 1 when a check failed.
+the kernel logs are compared (vmdump's without the caller ids 1.7.2 does
+not print). Exits 1 when a check failed.
 """
 import os
 import re
@@ -24,6 +25,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_dump import attributes, elf_loads, elf_page, ram_pfns  # noqa: E402
 from kdump_bitmap import dumpable_pfns  # noqa: E402
+from kernel_log import without_caller_ids  # noqa: E402
 
 REPORT_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z ]*[a-z])\s*:\s*(0x[0-9a-f]+)\s*$")
 
@@ -104,9 +106,12 @@ def main():
                    f"{ours}/d{level}.stderr.txt", elf, release)
     judge_dump("d1.kdump refiltered to -d 31", f"{ours}/refiltered.kdump", f"{ref}/d31.kdump", None, None,
                elf, release)
+    # Debian 12's makedumpfile 1.7.2 prints no caller ids (1.7.5 and later,
+    # and vmdump, do): its log is compared with vmdump's without them.
     with open(f"{ours}/dmesg.txt", "rb") as a, open(f"{ref}/dmesg.txt", "rb") as b:
-        mine, theirs = a.read(), b.read()
-    check(mine == theirs and theirs, f"vmdump dmesg: {len(mine)} bytes, equal to makedumpfile --dump-dmesg's {len(theirs)}")
+        mine, theirs = without_caller_ids(a.read()), b.read()
+    check(mine == theirs and theirs,
+          f"vmdump dmesg: {len(mine)} bytes without caller ids, equal to makedumpfile 1.7.2's --dump-dmesg ({len(theirs)})")
     print(f"{'FAILED' if failures else 'passed'}: {len(failures)} check(s) failed")
     sys.exit(1 if failures else 0)
 

@@ -282,9 +282,10 @@ def judge_dmesg(j, args, out, serial):
     console = first_kernel_console_lines(serial.read_bytes())
     found = log_lines(mine)
     missing = [f"[{stamp}] {text.decode()}" for stamp, text in console if (stamp, text) not in found]
-    j.check(console and not missing,
+    panic = [text for _, text in console if text.startswith(b"Kernel panic - not syncing")]
+    j.check(panic and not missing,
             f"--dump-dmesg: vmdump's log holds the {len(console)} kernel lines of the console, "
-            "the crash's among them", f"{len(missing)} missing, first {missing[:3]}")
+            "the panic's among them", f"{len(missing)} missing, first {missing[:3]}; panic lines {panic}")
     return equal
 
 

@@ -42,13 +42,14 @@ def prints_caller_ids(version_line):
 
 def log_lines(log):
     """{(timestamp, line)} of every line of a makedumpfile-style log: a
-    record's continuation lines with the record's timestamp."""
+    record's continuation lines with the record's timestamp; spaces around
+    each line stripped (the console indents continuation lines otherwise)."""
     lines, stamp = set(), None
     for line in log.split(b"\n"):
         m = RECORD.match(line)
         if m:
             stamp = m[1].strip(b"[] ").decode()
-            lines.add((stamp, m[3].rstrip()))
+            lines.add((stamp, m[3].strip(b" ")))
         elif stamp is not None and line.startswith(b" "):
             lines.add((stamp, line.strip(b" ")))
     return lines
@@ -68,7 +69,7 @@ def first_kernel_console_lines(serial):
             boots += 1
             if boots == 2:
                 break
-        text = m[2].rstrip()
+        text = m[2].strip(b" \r")
         if b"CAPTURE:" in text or any(b < 0x20 or b > 0x7e for b in text):
             continue
         lines.append((m[1].decode(), text))
