@@ -10,22 +10,19 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use support::dumps::{Fixture, fixtures};
+use support::dumps::{Fixture, REPORT_CATEGORIES, fixtures};
 use support::temp_dir;
 use vmdump::classify::{ClassCounts, PageClassifier};
 use vmdump::input::{Input, Vmcore};
 use vmdump::xlat::{KernelMemory, SectionTable};
 use vmdump_format::kdump::{DiskDumpHeader, SubHeader};
 
-/// Report labels of makedumpfile (kdump-format.md §7.4), in `ClassCounts` order.
-const LABELS: [&str; 6] = [
-    "Non-private cache pages",
-    "Private cache pages",
-    "User process data pages",
-    "Free pages",
-    "Hwpoison pages",
-    "Offline pages",
-];
+/// Report labels of makedumpfile (kdump-format.md §7.4), in `ClassCounts`
+/// order: its categories but the zero pages.
+const LABELS: [&str; 6] = {
+    let [_zero, cache, private, user, free, hwpoison, offline] = REPORT_CATEGORIES;
+    [cache, private, user, free, hwpoison, offline]
+};
 
 fn as_array(c: &ClassCounts) -> [u64; 6] {
     [c.cache, c.cache_private, c.user, c.free, c.hwpoison, c.offline]

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use support::dumps::{
-    Fixture, dump_counts, fixtures, libkdumpfile_compare, makedumpfile, makedumpfile_rearrange, report_value,
-    vmdump_ok,
+    Fixture, REPORT_CATEGORIES, dump_counts, fixtures, libkdumpfile_compare, makedumpfile,
+    makedumpfile_rearrange, report_value, vmdump_ok,
 };
 use support::temp_dir;
 
@@ -121,17 +121,6 @@ fn output_is_identical_for_any_thread_count_and_read_mode() {
     }
 }
 
-/// makedumpfile's report categories of excluded pages.
-const CATEGORIES: [&str; 7] = [
-    "Pages filled with zero",
-    "Non-private cache pages",
-    "Private cache pages",
-    "User process data pages",
-    "Free pages",
-    "Hwpoison pages",
-    "Offline pages",
-];
-
 #[test]
 fn filtered_dumps_match_makedumpfile_at_31_and_at_each_single_bit() {
     let Some(fixtures) = fixtures() else { return };
@@ -157,7 +146,7 @@ fn filtered_dumps_match_makedumpfile_at_31_and_at_each_single_bit() {
             assert!(result.status.success(), "{what}: makedumpfile failed");
             let their_report = String::from_utf8_lossy(&result.stdout).into_owned()
                 + &String::from_utf8_lossy(&result.stderr);
-            for label in CATEGORIES {
+            for label in REPORT_CATEGORIES {
                 let (a, b) = (report_value(&our_report, label), report_value(&their_report, label));
                 assert_eq!(a, b, "{what}: {label}");
                 if level == 31 {

@@ -351,6 +351,18 @@ fn fixtures_named(names: &[(&'static str, ExpectedFrom)]) -> Option<Vec<Fixture>
     Some(list)
 }
 
+/// makedumpfile's report lines of excluded pages, one a category
+/// (kdump-format.md §7.4), in its order.
+pub const REPORT_CATEGORIES: [&str; 7] = [
+    "Pages filled with zero",
+    "Non-private cache pages",
+    "Private cache pages",
+    "User process data pages",
+    "Free pages",
+    "Hwpoison pages",
+    "Offline pages",
+];
+
 /// The hex counts of a makedumpfile-style report (ours or makedumpfile's):
 /// `(label, value)` for every `label : 0x…` line, in order.
 pub fn report_counts(text: &str) -> Vec<(String, u64)> {
