@@ -7,8 +7,6 @@
 //! the array: the next record is at index 0. The live records run from
 //! `log_first_idx` to `log_next_idx`.
 
-use std::ops::Range;
-
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
 use super::format::{Escape, LogRecord, format_record};
@@ -69,14 +67,19 @@ pub(super) fn kernel_log<R: PhysRead + ?Sized>(
     let first = u32_at("log_first_idx")?;
     let next = u32_at("log_next_idx")?;
     let buf = read_bytes(memory, "log_buf", buf_va, buf_len as usize)?;
-    Ok(format_log(&buf, layout, escape, first as usize..next as usize))
+    Ok(format_log(&buf, layout, escape, first as usize, next as usize))
 }
 
-/// Formats the records of `buf` from index `live.start` (`log_first_idx`)
-/// up to `live.end` (`log_next_idx`); stops at the first record that does
-/// not fit in the buffer.
-pub(super) fn format_log(buf: &[u8], layout: RecordLayout, escape: Escape, live: Range<usize>) -> Vec<u8> {
-    let (first, next) = (live.start, live.end);
+/// Formats the records of `buf` from index `first` (`log_first_idx`) up
+/// to `next` (`log_next_idx`, below `first` when the ring has wrapped);
+/// stops at the first record that does not fit in the buffer.
+pub(super) fn format_log(
+    buf: &[u8],
+    layout: RecordLayout,
+    escape: Escape,
+    first: usize,
+    next: usize,
+) -> Vec<u8> {
     let mut out = Vec::new();
     let mut idx = first;
     let mut wrapped = false;

@@ -93,10 +93,10 @@ fn log_buf_in_order_and_wrapped() {
     let b = put(&mut buf, a, 2_000_000_000, b"second");
     assert!(b + 16 <= buf.len()); // room for the len == 0 marker (zeros)
     let next = put(&mut buf, 0, 3_000_000_000, b"third\x02");
-    let text = String::from_utf8(format_log(&buf, LAYOUT, Escape::SignedChar, 64..next)).expect("ASCII");
+    let text = String::from_utf8(format_log(&buf, LAYOUT, Escape::SignedChar, 64, next)).expect("ASCII");
     assert_eq!(text, "[    1.000000] first\n[    2.000000] second\n[    3.000000] third\\x02\n");
     // Not wrapped: just the middle.
-    let text = String::from_utf8(format_log(&buf, LAYOUT, Escape::SignedChar, 64..a)).expect("ASCII");
+    let text = String::from_utf8(format_log(&buf, LAYOUT, Escape::SignedChar, 64, a)).expect("ASCII");
     assert_eq!(text, "[    1.000000] first\n");
 }
 
@@ -107,8 +107,8 @@ fn log_buf_corrupt_record_ends_the_log() {
     // A record claiming a text longer than the buffer.
     buf[a + 8..a + 10].copy_from_slice(&40u16.to_le_bytes());
     buf[a + 10..a + 12].copy_from_slice(&500u16.to_le_bytes());
-    assert_eq!(format_log(&buf, LAYOUT, Escape::SignedChar, 0..60), b"[    0.000005] ok\n");
+    assert_eq!(format_log(&buf, LAYOUT, Escape::SignedChar, 0, 60), b"[    0.000005] ok\n");
     // Indexes beyond the buffer give nothing, no panic.
-    assert!(format_log(&buf, LAYOUT, Escape::SignedChar, 1000..0).is_empty());
-    assert!(format_log(&[], LAYOUT, Escape::SignedChar, 0..8).is_empty());
+    assert!(format_log(&buf, LAYOUT, Escape::SignedChar, 1000, 0).is_empty());
+    assert!(format_log(&[], LAYOUT, Escape::SignedChar, 0, 8).is_empty());
 }
