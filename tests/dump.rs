@@ -142,6 +142,35 @@ fn a_vmcore_without_vmcoreinfo_still_dumps_completely() {
     assert_eq!(dump_counts(&out).pages_in_file, summary.ram_pages);
 }
 
+/// The same through makedumpfile's command line, with the profile's
+/// `[makedumpfile] zlib` naming the failing plugin for `-c`: a complete
+/// dump is a saved dump for kdump-utils only on exit status 0, so the
+/// status is 0 and the report on stderr names the failure.
+#[test]
+fn a_plugin_failing_mid_run_through_makedumpfile_exits_0_with_a_complete_dump() {
+    let dir = temp_dir("dump-midrun-mdf");
+    let plugins = temp_dir("dump-midrun-mdf-plugins");
+    build_c_plugin_with(&plugins, "flaky-zlib", &["REAL_ZLIB", "BROKEN_FAILS_MIDRUN"]);
+    let (vmcore, summary) = synthetic(&dir, quirky_spec());
+    let profile = dir.join("profile.toml");
+    std::fs::write(&profile, "[makedumpfile]\nzlib = \"flaky-zlib\"\n").unwrap();
+    let out = dir.join("out");
+    let result = Command::new(env!("CARGO_BIN_EXE_vmdump"))
+        .arg("--plugin-dir")
+        .arg(&plugins)
+        .args(["makedumpfile", "-c", "--message-level", "7", "-d", "1"])
+        .args([&vmcore, &out])
+        .env("VMDUMP_PROFILE", &profile)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("device timeout on page 3") && stderr.contains("stored raw"), "{stderr}");
+    assert_eq!(dump_counts(&out).pages_in_file, summary.ram_pages);
+    let read = libkdumpfile_compare(&out, &vmcore);
+    assert_eq!((read.equal, read.different, read.missing), (read.compared, 0, 0), "{}", read.raw);
+}
+
 #[test]
 fn a_plugin_failing_mid_run_gives_a_complete_dump_with_raw_pages() {
     let dir = temp_dir("dump-midrun");

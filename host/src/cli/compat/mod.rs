@@ -276,7 +276,7 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
             check_params(&request, &profile, plugin_dirs).context(INVALID)?;
             Ok(Outcome::Success)
         }
-        Request::Dump(dump, levels) => dump_at_levels(*dump, &levels, &profile, plugin_dirs),
+        Request::Dump(dump, levels) => dump_at_levels(*dump, &levels, &profile, plugin_dirs).map(saved_dump),
         Request::Rearrange(out, force) => {
             let mut file = super::dump::create_output(&out, force)?;
             let mut input = std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock());
@@ -310,6 +310,20 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
             print!("{}", help_text());
             Ok(Outcome::Success)
         }
+    }
+}
+
+/// The exit status of makedumpfile's callers for a dump: a complete one is
+/// a saved one. kdump-utils keeps its file only on status 0, so vmdump's 3
+/// (complete, with the pages a failed plugin could not compress stored raw,
+/// or a failed filter's pages kept) would have it report "saving vmcore
+/// failed" and run its failure action; the report and the warnings on
+/// stderr say what was degraded. An incomplete dump stays 1, as
+/// makedumpfile's.
+fn saved_dump(outcome: Outcome) -> Outcome {
+    match outcome {
+        Outcome::Degraded => Outcome::Success,
+        other => other,
     }
 }
 
