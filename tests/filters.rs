@@ -139,6 +139,53 @@ fn missing_vmcoreinfo_keys_stop_the_dump_unless_a_lower_level_is_allowed() {
     assert!(sub.dump_level < 31 && sub.dump_level & 1 == 1, "dumped at level {}", sub.dump_level);
 }
 
+/// A vmcore that lacks the memory holding one section's struct pages (as
+/// kexec-tools leaves "Reserved" memory out of riscv64 vmcores): `vmdump
+/// dump` stops, naming the pfns and the address; the makedumpfile command
+/// line and `--allow-lower-level` keep that section's pages, classify the
+/// others, and say how many were kept and why. Every page reads back.
+#[test]
+fn unreadable_struct_pages_are_kept_where_a_dump_must_not_be_lost() {
+    let dir = temp_dir("dump-vmemmap-hole");
+    let mut spec = kernel_spec(synth::Flavour::Linux6_12);
+    spec.ram_bytes = 320 << 20;
+    spec.data_percent = 10;
+    spec.kernel = spec.kernel.map(|k| synth::KernelSpec { vmemmap_hole: Some(1), ..k });
+    let (vmcore, summary) = synthetic(&dir, spec);
+    let ram: Vec<u64> =
+        synth::ram_ranges(&spec).into_iter().flat_map(|r| r.start / 4096..r.end.div_ceil(4096)).collect();
+    let excluded = ram
+        .iter()
+        .filter(|&&pfn| synth::expected_class(&spec, pfn).is_some_and(|c| c.excluded_at(31)))
+        .count() as u64;
+    assert!(excluded > summary.ram_pages / 10, "sections 0 and 2 have pages to exclude");
+    let in_hole = ram.iter().filter(|&&pfn| pfn >> 15 == 1).count();
+    let out = dir.join("refused");
+    expect_failure(
+        &["dump".into(), "-d".into(), "31".into(), vmcore.as_path().into(), out.as_path().into()],
+        &["reading the struct pages of pfns 0x8000..", "is not present", "the partial output was removed"],
+    );
+    assert!(!out.exists());
+    for (how, args) in [
+        (
+            "makedumpfile",
+            vec![OsArg::from("makedumpfile"), "-l".into(), "--message-level".into(), "7".into()],
+        ),
+        ("--allow-lower-level", vec![OsArg::from("dump"), "--allow-lower-level".into()]),
+    ] {
+        let out = dir.join(how);
+        let mut args = args;
+        args.extend(["-d".into(), "31".into(), vmcore.as_path().into(), out.as_path().into()]);
+        let stderr = vmdump_ok(args);
+        let kept = format!("{in_hole} pages were kept whatever dump level 31 says");
+        assert!(stderr.contains(&kept), "{how}: {stderr}");
+        assert!(stderr.contains("of pfn 0x8000"), "{how}: {stderr}");
+        assert_eq!(dump_counts(&out).pages_in_file, summary.ram_pages - excluded, "{how}");
+        let read = libkdumpfile_compare(&out, &vmcore);
+        assert_eq!((read.different, read.missing), (0, excluded), "{how}: {}", read.raw);
+    }
+}
+
 #[test]
 fn the_example_filter_plugins_named_in_a_profile_exclude_what_they_say() {
     let dir = temp_dir("dump-filter-plugins");

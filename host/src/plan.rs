@@ -112,7 +112,8 @@ impl<'a> Plan<'a> {
             .collect::<Result<Vec<_>, LoadError>>()?;
         let plugins = FilterSet::new(&loaded, &host)?;
         let others = input.earlier().map(|(stage, _)| stage).into_iter().chain(asked.extra).collect();
-        let exclusion = Exclusion::new(level, kernel, plugins, others, input.page_size())?;
+        let exclusion = Exclusion::new(level, kernel, plugins, others, input.page_size())?
+            .keeping_unreadable(asked.allow_lower);
         let codec = match asked.format {
             Format::Kdump => open_codec(profile, asked.registry, host, input)?,
             Format::Elf => None,

@@ -74,6 +74,12 @@ pub struct ClassCounts {
     pub offline: u64,
     /// Pages the input dump had already left out (`vmdump convert`).
     pub earlier: u64,
+    /// Pages kept because their struct pages could not be read (a
+    /// classifier [`PageClassifier::keeping_unreadable`]): not excluded,
+    /// not counted in [`ClassCounts::total`].
+    pub unclassified: u64,
+    /// The first of them: its pfn and the address of its struct page.
+    pub first_unclassified: Option<(u64, u64)>,
 }
 
 impl ClassCounts {
@@ -104,6 +110,11 @@ impl AddAssign for ClassCounts {
         self.hwpoison += o.hwpoison;
         self.offline += o.offline;
         self.earlier += o.earlier;
+        self.unclassified += o.unclassified;
+        self.first_unclassified = match (self.first_unclassified, o.first_unclassified) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
 }
 
@@ -187,6 +198,7 @@ pub struct PageClassifier<'m, R: PhysRead + ?Sized> {
     pending: Option<Pending>,
     previous_end: u64,
     invalid_free_orders: u64,
+    keep_unreadable: bool,
     buf: Vec<u8>,
 }
 
@@ -221,8 +233,19 @@ impl<'m, R: PhysRead + ?Sized> PageClassifier<'m, R> {
             pending: None,
             previous_end: 0,
             invalid_free_orders: 0,
+            keep_unreadable: false,
             buf: Vec::new(),
         })
+    }
+
+    /// With `keep`, a batch of struct pages that cannot be read (the
+    /// memory holding them is not in the dump) is not an error: its pfns
+    /// are kept, counted in [`ClassCounts::unclassified`], and the next
+    /// batch is classified as usual. For the runs that must not end
+    /// without a dump (the makedumpfile command line, `--allow-lower-level`).
+    pub fn keeping_unreadable(mut self, keep: bool) -> Self {
+        self.keep_unreadable = keep;
+        self
     }
 
     /// The bits of {2, 4, 8, 16} a classifier can honour with this

@@ -33,6 +33,18 @@ impl Marker<'_> {
         }
         self.counts.add(class, n);
     }
+
+    /// Counts the RAM pfns of `pfns` (inside the window) as kept without a
+    /// class; `vaddr` is the struct page of the first.
+    pub(crate) fn keep_unclassified(&mut self, pfns: Range<u64>, vaddr: u64) {
+        let n = (pfns.start.max(self.window.start)..pfns.end.min(self.window.end))
+            .filter(|&pfn| (self.is_ram)(pfn))
+            .count() as u64;
+        self.counts.unclassified += n;
+        if self.counts.first_unclassified.is_none() {
+            self.counts.first_unclassified = Some((pfns.start, vaddr));
+        }
+    }
 }
 
 impl<R: PhysRead + ?Sized> PageClassifier<'_, R> {
@@ -68,11 +80,13 @@ impl<R: PhysRead + ?Sized> PageClassifier<'_, R> {
         let count = (batch_end - first) as usize;
         let vaddr = self.sections.mem_map_of(first).unwrap_or_default();
         self.buf.resize(count * size, 0);
-        self.memory.read_virt(vaddr, &mut self.buf).map_err(|cause| ClassifyError::Xlat {
-            pfns: first..batch_end,
-            vaddr,
-            cause,
-        })?;
+        if let Err(cause) = self.memory.read_virt(vaddr, &mut self.buf) {
+            if !self.keep_unreadable {
+                return Err(ClassifyError::Xlat { pfns: first..batch_end, vaddr, cause });
+            }
+            out.keep_unclassified(first..stop, vaddr);
+            return Ok(batch_end);
+        }
         let mut p = first;
         while p < stop {
             if !(out.is_ram)(p) {

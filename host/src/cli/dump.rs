@@ -159,6 +159,9 @@ fn progress_style(args: &DumpArgs) -> ProgressStyle {
 /// message level asks for (bit 16 the report, bit 2 the closing messages).
 fn print_outcome(args: &DumpArgs, report: &DumpReport) -> std::io::Result<()> {
     let mut err = std::io::stderr().lock();
+    for warning in report.warnings() {
+        writeln!(err, "vmdump: warning: {warning}")?;
+    }
     let Some(level) = args.message_level else {
         return write!(err, "{}{}", report.makedumpfile_text(), report.vmdump_text());
     };

@@ -177,6 +177,21 @@ impl DumpReport {
         t
     }
 
+    /// What the user must know of a dump that is complete and still not
+    /// what was asked: the pages kept because their struct pages could not
+    /// be read (printed as warnings whatever the message level).
+    pub fn warnings(&self) -> Vec<String> {
+        let x = &self.excluded;
+        let Some((pfn, vaddr)) = x.first_unclassified.filter(|_| x.unclassified > 0) else {
+            return Vec::new();
+        };
+        vec![format!(
+            "{} pages were kept whatever dump level {} says: their struct pages could not be read (the first, \
+             of pfn {pfn:#x}, at {vaddr:#x}: the dump lacks the memory that holds them)",
+            x.unclassified, self.dump_level
+        )]
+    }
+
     /// vmdump's own lines after the report: compression and any degradation.
     pub fn vmdump_text(&self) -> String {
         let mut t = String::new();

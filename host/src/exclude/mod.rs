@@ -127,6 +127,8 @@ pub struct Exclusion<'a> {
     plugins: FilterSet,
     others: Vec<&'a dyn MetadataFilter>,
     page_size: u64,
+    /// Keep pages whose struct pages cannot be read.
+    keep_unreadable: bool,
 }
 
 impl<'a> Exclusion<'a> {
@@ -155,7 +157,14 @@ impl<'a> Exclusion<'a> {
         if plugins.needs_struct_pages() {
             wants_kernel("a filter plugin that reads struct pages")?;
         }
-        Ok(Self { level, kernel, plugins, others, page_size })
+        Ok(Self { level, kernel, plugins, others, page_size, keep_unreadable: false })
+    }
+
+    /// With `keep`, pages whose struct pages cannot be read are kept
+    /// instead of failing the dump ([`PageClassifier::keeping_unreadable`](crate::classify::PageClassifier::keeping_unreadable)).
+    pub fn keeping_unreadable(mut self, keep: bool) -> Self {
+        self.keep_unreadable = keep;
+        self
     }
 
     /// The dump level.
@@ -189,7 +198,7 @@ impl MetadataFilter for Exclusion<'_> {
     fn cursor(&self) -> Result<Box<dyn WindowFilter + '_>, ExcludeError> {
         let mut cursors: Vec<Box<dyn WindowFilter + '_>> = Vec::new();
         if let Some(kernel) = self.kernel.filter(|_| !self.level.classified().is_empty()) {
-            cursors.push(Box::new(kernel.classifier(self.level)?));
+            cursors.push(Box::new(kernel.classifier(self.level)?.keeping_unreadable(self.keep_unreadable)));
         }
         if !self.plugins.metadata.is_empty() {
             let struct_pages = self.kernel.and_then(KernelView::struct_pages);

@@ -81,6 +81,11 @@ pub struct KernelSpec {
     /// `struct_pages`) and export its `struct page` keys in VMCOREINFO;
     /// `None` leaves the struct pages zero (the output of earlier versions).
     pub struct_pages: Option<Flavour>,
+    /// A present memory section whose struct pages the vmemmap leaves
+    /// unmapped, as in a vmcore that lacks the memory holding them: a dump
+    /// tool cannot classify its pfns, so [`KernelLayout::expected_class`]
+    /// says none of them is excluded.
+    pub vmemmap_hole: Option<u64>,
 }
 
 /// Where the generator put the kernel structures (all addresses virtual
@@ -122,6 +127,8 @@ pub struct KernelLayout {
     pub present_sections: Vec<u64>,
     /// The flavour of the struct pages, if they are filled.
     pub struct_pages: Option<Flavour>,
+    /// The section whose struct pages are not mapped ([`KernelSpec::vmemmap_hole`]).
+    pub vmemmap_hole: Option<u64>,
     /// Class code of each pfn below the vmemmap's end (empty without struct pages).
     classes: Vec<u8>,
     /// Non-zero kernel pages by pfn.

@@ -181,7 +181,9 @@ fn build_sections(
             }
         };
         pages.put_u64(root_paddr + (nr % 256) * MEM_SECTION_SIZE, l.vmemmap_base | SECTION_FLAGS);
-        map_vmemmap(l, nr, top_pfn, pt, alloc, pages)?;
+        if l.vmemmap_hole != Some(nr) {
+            map_vmemmap(l, nr, top_pfn, pt, alloc, pages)?;
+        }
     }
     Ok(Sections { roots_paddr, nr_roots })
 }
@@ -230,10 +232,15 @@ fn fill_struct_pages(spec: &SynthSpec, l: &KernelLayout, ram: &[Range<u64>], pag
     mark(l.image_phys / PAGE..(l.image_phys + IMAGE_BYTES) / PAGE);
     let usable =
         |pfn: u64| !kernel[pfn as usize] && ram.iter().any(|r| r.start <= pfn * PAGE && pfn * PAGE < r.end);
-    let built = struct_pages::build(spec.seed, flavour, n, l.vmemmap_base, &usable);
+    let mut built = struct_pages::build(spec.seed, flavour, n, l.vmemmap_base, &usable);
     for (first, backing) in std::mem::take(&mut pages.vmemmap) {
         let from = (first * STRUCT_PAGE_SIZE) as usize;
         pages.page_mut(backing).copy_from_slice(&built.bytes[from..from + PAGE_SIZE]);
+    }
+    if let Some(nr) = l.vmemmap_hole {
+        // No tool can see these struct pages: nothing there is excluded.
+        let pfns = nr * KernelLayout::PFNS_PER_SECTION..(nr + 1) * KernelLayout::PFNS_PER_SECTION;
+        built.classes.iter_mut().take(pfns.end as usize).skip(pfns.start as usize).for_each(|c| *c = 0);
     }
     built.classes
 }
@@ -276,6 +283,7 @@ pub(super) fn build(spec: &SynthSpec) -> Result<KernelLayout, String> {
         max_physmem_bits: if k.five_level { 52 } else { 46 },
         present_sections: present_sections(&ram),
         struct_pages: None,
+        vmemmap_hole: k.vmemmap_hole,
         classes: Vec::new(),
         pages: BTreeMap::new(),
         zero: Vec::new(),
