@@ -116,11 +116,11 @@ fn both_distribution_command_lines_dump_7_2_as_upstream_makedumpfile() {
             }
         }
     }
-    // drgn, without a vmlinux, reads every page of both levels' dumps.
-    for level in [31, 1] {
+    // drgn, without a vmlinux, reads every page of all four dumps.
+    for (form, level) in [("kdump-utils", 31), ("kdump-utils", 1), ("kdump-tools", 31), ("kdump-tools", 1)] {
         let pages = upstream_dump(&fixture, level, "lzo").1;
-        let read = drgn_compare(&dir.join(format!("kdump-utils-d{level}")), &fixture.elf);
-        assert_eq!((read.equal, read.different), (pages, 0), "drgn, -d {level}: {}", read.raw);
+        let read = drgn_compare(&dir.join(format!("{form}-d{level}")), &fixture.elf);
+        assert_eq!((read.equal, read.different), (pages, 0), "drgn, {form} -d {level}: {}", read.raw);
     }
 }
 
