@@ -163,7 +163,12 @@ fn unreadable_struct_pages_are_kept_where_a_dump_must_not_be_lost() {
     let out = dir.join("refused");
     expect_failure(
         &["dump".into(), "-d".into(), "31".into(), vmcore.as_path().into(), out.as_path().into()],
-        &["reading the struct pages of pfns 0x8000..", "is not present", "the partial output was removed"],
+        &[
+            "reading the struct pages of pfns 0x8000..",
+            "is not present",
+            "the partial output was removed",
+            "--allow-lower-level keeps",
+        ],
     );
     assert!(!out.exists());
     for (how, args) in [

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::Outcome;
+use crate::classify::ClassifyError;
 use crate::dump::{DumpReport, dump};
 use crate::level::DumpLevel;
 use crate::plan::{Asked, Format, Plan, open_kernel};
@@ -140,7 +141,13 @@ fn write_dump(args: &DumpArgs, profile: &Profile, plan: &Plan<'_>) -> anyhow::Re
         // A half-written file is not a dump: never leave one that looks whole.
         let removed = std::fs::remove_file(&args.output).is_ok();
         let note = if removed { " (the partial output was removed)" } else { "" };
-        anyhow::Error::new(e).context(format!("dump to {} failed{note}", args.output.display()))
+        let hint = match &e {
+            crate::dump::DumpError::Exclude(crate::exclude::ExcludeError::Classify(
+                ClassifyError::Xlat { .. },
+            )) => "; --allow-lower-level keeps the pages whose struct pages cannot be read",
+            _ => "",
+        };
+        anyhow::Error::new(e).context(format!("dump to {} failed{note}{hint}", args.output.display()))
     })
 }
 
