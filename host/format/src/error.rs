@@ -197,6 +197,15 @@ pub enum FormatError {
         /// What is wrong.
         reason: String,
     },
+
+    /// BTF type information is invalid.
+    #[error("BTF at byte {offset:#x}: {reason}")]
+    BadBtf {
+        /// Byte offset in the BTF blob.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 impl FormatError {

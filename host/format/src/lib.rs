@@ -13,6 +13,7 @@
 //! | [`phys`] | PT_LOADs → physical page map | §1.7, §1.8, §6.2 |
 //! | [`vmcoreinfo`] | `KEY=value` text of the VMCOREINFO note | §4.2 |
 //! | [`kdump`] | kdump-compressed header, sub header, descriptors, layout | §1.1–§1.13 |
+//! | [`btf`] | BTF, the kernel's type information: types, members, enumerators | docs/kernel-map.md §2 |
 //! | [`machine`] | the dumped machines: `e_machine`, byte order, utsname name, sub header phys_base | §1.5 |
 //! | [`flat`] | flattened stream (`-F`) and rearrangement (`-R`) | §2.1, §2.2 |
 //! | [`sink`] | where a dump's positioned writes go: a file, or a flattened stream | §2.1 |
@@ -46,6 +47,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod btf;
 pub mod elf;
 pub mod error;
 pub mod flat;

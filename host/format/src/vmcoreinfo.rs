@@ -106,6 +106,12 @@ impl VmcoreInfo {
         self.get("OSRELEASE")
     }
 
+    /// (major, minor) of `OSRELEASE`, e.g. (6, 1) for `6.1.0-57-amd64`.
+    pub fn kernel_version(&self) -> Option<(u32, u32)> {
+        let mut parts = self.osrelease()?.split(|c: char| !c.is_ascii_digit());
+        Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    }
+
     /// `CRASHTIME=` (decimal seconds since the epoch).
     pub fn crashtime(&self) -> Option<i64> {
         self.get("CRASHTIME")?.parse().ok()

@@ -141,12 +141,6 @@ fn word(info: &VmcoreInfo, name: &str, key: &'static str) -> Result<Option<u32>,
     }
 }
 
-/// (major, minor) of `OSRELEASE`, e.g. (6, 1) for `6.1.0-57-amd64`.
-fn kernel_version(info: &VmcoreInfo) -> Option<(u32, u32)> {
-    let mut parts = info.osrelease()?.split(|c: char| !c.is_ascii_digit());
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
-}
-
 impl PageLayout {
     fn from_vmcoreinfo(info: &VmcoreInfo) -> Result<Option<Self>, ClassifyError> {
         let Some(size) = info.size("page") else { return Ok(None) };
@@ -212,7 +206,7 @@ fn compound_rule(info: &VmcoreInfo, l: &PageLayout) -> Result<CompoundRule, Clas
         };
         return Ok(CompoundRule::Fields { order, dtor });
     }
-    let version = kernel_version(info).unwrap_or((u32::MAX, 0));
+    let version = info.kernel_version().unwrap_or((u32::MAX, 0));
     let (order, dtor, width, dtor_width) = match (info.offset("page.compound_order"), info.offset("page.lru"))
     {
         // 4.16+: u8 fields; 4.4–4.15: u16 fields.

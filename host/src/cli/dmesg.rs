@@ -41,23 +41,10 @@ pub fn kernel_log(input: &Path, pieces: &[PathBuf], plugin_dirs: &[PathBuf]) -> 
 pub fn run(args: &DmesgArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
     let log = kernel_log(&args.input, &args.pieces, plugin_dirs)?;
     match &args.output {
-        Some(path) => write_log(path, &log),
+        Some(path) => super::dump::write_whole_file(path, &log),
         None => {
             use std::io::Write;
             std::io::stdout().lock().write_all(&log).context("writing the log")
         }
     }
-}
-
-/// Writes a kernel log file, mode 0600 as the dump it comes from (a log
-/// holds secrets too), replacing the file if it exists (as `-f` would: a
-/// symbolic link only to a regular file of this user).
-///
-/// # Errors
-/// The file cannot be created or written.
-pub(super) fn write_log(path: &Path, log: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write;
-    super::dump::create_output(path, true)?
-        .write_all(log)
-        .with_context(|| format!("writing {}", path.display()))
 }

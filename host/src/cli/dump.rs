@@ -126,6 +126,18 @@ pub(super) fn create_output(path: &Path, force: bool) -> anyhow::Result<File> {
     Ok(vmdump_format::output::create(path, force)?)
 }
 
+/// Writes a small file whole (a kernel log, the kernel's BTF), mode 0600
+/// as the dump it comes from (it holds secrets too), replacing the file if
+/// it exists (as `-f` would: a symbolic link only to a regular file of this
+/// user).
+///
+/// # Errors
+/// The file cannot be created or written.
+pub(super) fn write_whole_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    create_output(path, true)?.write_all(bytes).with_context(|| format!("writing {}", path.display()))
+}
+
 /// Writes the dump of `plan` to the output file or stdout.
 fn write_dump(args: &DumpArgs, profile: &Profile, plan: &Plan<'_>) -> anyhow::Result<DumpReport> {
     if args.output == Path::new("-") {

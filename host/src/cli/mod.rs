@@ -11,6 +11,7 @@ mod info;
 mod plugins;
 pub(crate) mod reassemble;
 mod split;
+mod symbols;
 mod synth;
 mod verify;
 
@@ -54,6 +55,8 @@ pub enum Command {
     Reassemble(reassemble::ReassembleArgs),
     /// Write the kernel log of an ELF vmcore or a dump (as makedumpfile --dump-dmesg).
     Dmesg(dmesg::DmesgArgs),
+    /// The dumped kernel's symbols and types, read from the dump (kallsyms, BTF).
+    Symbols(symbols::SymbolsArgs),
     /// makedumpfile's command line (also: run vmdump under the name `makedumpfile`).
     #[command(disable_help_flag = true)]
     Makedumpfile {
@@ -88,6 +91,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Synth(args) => synth::run(&args).map(|()| Outcome::Success),
         Command::Makedumpfile { args } => compat::run(&args, &cli.plugin_dirs),
         Command::Dmesg(args) => dmesg::run(&args, &cli.plugin_dirs).map(|()| Outcome::Success),
+        Command::Symbols(args) => {
+            symbols::run(&args, &cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success)
+        }
         Command::Reassemble(args) => reassemble::run(&args),
         Command::Convert(args) => convert::run(&args, &cli.plugin_dirs),
         Command::Info(args) => info::run(&args, &mut std::io::stdout().lock()).map(|()| Outcome::Success),

@@ -292,7 +292,7 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
         }
         Request::Dmesg(input, log, message_level) => {
             let text = super::dmesg::kernel_log(&input, &[], plugin_dirs)?;
-            super::dmesg::write_log(&log, &text)?;
+            super::dump::write_whole_file(&log, &text)?;
             if message_level & 2 != 0 {
                 // makedumpfile's common messages, on stdout.
                 println!("\nThe dmesg log is saved to {}.\n\nmakedumpfile Completed.", log.display());

@@ -3,6 +3,14 @@
 //! memory ends, its utsname and its struct pages. The dump level's
 //! classifier, the filter plugins that read struct pages and the dump
 //! header all take what they need from here (kdump-format.md §4, §5.2).
+//! Its own map, the symbols and types it carries ([`Kallsyms`], [`btf`]),
+//! is read on first use (docs/kernel-map.md).
+
+pub mod btf;
+mod error;
+pub mod kallsyms;
+
+use std::sync::OnceLock;
 
 use vmdump_format::kdump::Utsname;
 use vmdump_format::vmcoreinfo::VmcoreInfo;
@@ -12,12 +20,18 @@ use crate::input::Input;
 use crate::level::DumpLevel;
 use crate::xlat::{Arch, KernelMemory, PhysRead, SectionTable, XlatError};
 
+pub use btf::KernelTypes;
+pub use error::MapError;
+pub use kallsyms::{Kallsyms, Symbol};
+
 /// The kernel's memory and tables.
 pub struct KernelView<'v> {
     memory: KernelMemory<'v, dyn Input + 'v>,
     info: &'v VmcoreInfo,
     /// The memory sections, or why they cannot be read.
     sections: Result<SectionTable, String>,
+    symbols: OnceLock<Result<Kallsyms, MapError>>,
+    types: OnceLock<Result<KernelTypes, MapError>>,
 }
 
 impl<'v> KernelView<'v> {
@@ -38,7 +52,7 @@ impl<'v> KernelView<'v> {
             Some(_) => SectionTable::read(&memory, info, input.phys().max_pfn()).map_err(|e| e.to_string()),
             None => Err("VMCOREINFO has no SYMBOL(mem_section)".to_owned()),
         };
-        Ok(Some(Self { memory, info, sections }))
+        Ok(Some(Self { memory, info, sections, symbols: OnceLock::new(), types: OnceLock::new() }))
     }
 
     /// Kernel virtual memory.
@@ -49,6 +63,32 @@ impl<'v> KernelView<'v> {
     /// The VMCOREINFO it was opened with.
     pub fn info(&self) -> &'v VmcoreInfo {
         self.info
+    }
+
+    /// The kernel's symbols, read on first use.
+    ///
+    /// # Errors
+    /// Why kallsyms could not be read (the same error on every call).
+    pub fn symbols(&self) -> Result<&Kallsyms, &MapError> {
+        self.symbols.get_or_init(|| Kallsyms::read(&self.memory, self.info)).as_ref()
+    }
+
+    /// The kernel's types (its BTF), read on first use.
+    ///
+    /// # Errors
+    /// Why they could not be read: no kallsyms, or no BTF in the kernel
+    /// (the same error on every call).
+    pub fn types(&self) -> Result<&KernelTypes, &MapError> {
+        self.types
+            .get_or_init(|| {
+                let symbols = self.symbols().map_err(|e| MapError::Needs {
+                    table: "BTF",
+                    needs: "kallsyms",
+                    cause: e.to_string(),
+                })?;
+                KernelTypes::read(&self.memory, symbols)
+            })
+            .as_ref()
     }
 
     /// The memory sections.

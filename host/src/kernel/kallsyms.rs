@@ -1,0 +1,372 @@
+//! The kernel's own symbol table, kallsyms, read out of the dump at the
+//! addresses VMCOREINFO gives since Linux 6.0 (docs/kernel-map.md §1).
+//!
+//! Names are token-compressed: each is a length, then that many indexes
+//! into 256 tokens (`kallsyms_token_index` gives where each token starts in
+//! the NUL-separated `kallsyms_token_table`); the first character decoded
+//! is the symbol's `nm` type. Since 6.1 a length of 128 or more takes two
+//! bytes (7 bits each, low first). Addresses are 32-bit entries of
+//! `kallsyms_offsets`, which kernels have read four ways
+//! ([`AddressEncoding`]); `_stext`, which VMCOREINFO gives, tells which.
+
+use vmdump_format::elf::Endian;
+use vmdump_format::vmcoreinfo::VmcoreInfo;
+
+use super::error::{MapError, read_error};
+use crate::xlat::{KernelMemory, PhysRead};
+
+const TABLE: &str = "kallsyms";
+
+/// How `kallsyms_offsets` (or `kallsyms_addresses`) gives addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressEncoding {
+    /// `kallsyms_addresses[]`, whole addresses (kernels built without
+    /// base-relative kallsyms, before 6.11).
+    Absolute,
+    /// `kallsyms_relative_base` plus the unsigned offset (4.6 to 6.19).
+    BaseRelative,
+    /// x86_64 SMP kernels before 6.15: an offset of 0 or more is the
+    /// address itself (per-CPU symbols, near 0); a negative one counts
+    /// down from `kallsyms_relative_base - 1`.
+    AbsolutePercpu,
+    /// 7.0 and later: the entry's own address plus the signed offset.
+    PlaceRelative,
+}
+
+/// One symbol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Symbol<'k> {
+    /// Its name.
+    pub name: &'k str,
+    /// Its address.
+    pub address: u64,
+    /// Its `nm` type: `T`/`t` text, `D`/`d` data, `R`/`r` read-only,
+    /// `B`/`b` bss, `A` absolute, `V`/`W` weak; upper case when global.
+    pub kind: char,
+    /// Bytes to the next symbol at a higher address (kallsyms records no
+    /// sizes); `None` for the last one.
+    pub size: Option<u64>,
+}
+
+/// The kernel's symbols, in kallsyms' order (by address).
+#[derive(Debug)]
+pub struct Kallsyms {
+    addresses: Vec<u64>,
+    names: Names,
+    /// Indexes, sorted by name (then by index).
+    by_name: Vec<u32>,
+    encoding: AddressEncoding,
+}
+
+impl Kallsyms {
+    /// Reads the tables VMCOREINFO points at.
+    ///
+    /// # Errors
+    /// A table VMCOREINFO does not give, a failed read, names that run
+    /// past what the tables hold, or offsets no known encoding reads
+    /// `_stext` from.
+    pub fn read<R: PhysRead + ?Sized>(
+        memory: &KernelMemory<'_, R>,
+        info: &VmcoreInfo,
+    ) -> Result<Self, MapError> {
+        let endian = memory.arch().endian();
+        let num_syms = {
+            let at = symbol(info, "kallsyms_num_syms")?;
+            endian.u32(&read(memory, at, 4, "kallsyms_num_syms")?, 0) as usize
+        };
+        if num_syms == 0 || num_syms > MAX_SYMBOLS {
+            return Err(corrupt(
+                "kallsyms_num_syms",
+                symbol(info, "kallsyms_num_syms")?,
+                format!("{num_syms} symbols"),
+            ));
+        }
+        let tokens = Tokens::read(memory, info, endian)?;
+        let long_lengths = info.kernel_version().is_none_or(|v| v >= (6, 1));
+        let mut names = Names::default();
+        names.read(memory, symbol(info, "kallsyms_names")?, num_syms, long_lengths, &tokens)?;
+        let (addresses, encoding) = addresses(memory, info, endian, &names)?;
+        let mut by_name: Vec<u32> = (0..num_syms as u32).collect();
+        by_name.sort_by(|&a, &b| names.name(a as usize).cmp(names.name(b as usize)).then(a.cmp(&b)));
+        Ok(Kallsyms { addresses, names, by_name, encoding })
+    }
+
+    /// How the addresses were encoded.
+    pub fn encoding(&self) -> AddressEncoding {
+        self.encoding
+    }
+
+    /// The number of symbols.
+    pub fn len(&self) -> usize {
+        self.addresses.len()
+    }
+
+    /// Whether there are none (never, once read).
+    pub fn is_empty(&self) -> bool {
+        self.addresses.is_empty()
+    }
+
+    /// Symbol `index`, in kallsyms' order.
+    ///
+    /// # Panics
+    /// `index` is not below [`Kallsyms::len`].
+    pub fn get(&self, index: usize) -> Symbol<'_> {
+        let address = self.addresses[index];
+        let next = self.addresses[index + 1..].iter().find(|&&a| a > address);
+        Symbol {
+            name: self.names.name(index),
+            address,
+            kind: char::from(self.names.kinds[index]),
+            size: next.map(|n| n - address),
+        }
+    }
+
+    /// Every symbol, in kallsyms' order.
+    pub fn iter(&self) -> impl Iterator<Item = Symbol<'_>> {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// Every symbol called `name` (static symbols of several files can
+    /// share one), in kallsyms' order.
+    pub fn named(&self, name: &str) -> impl Iterator<Item = Symbol<'_>> {
+        let first = self.by_name.partition_point(|&i| self.names.name(i as usize) < name);
+        let count = self.by_name[first..].partition_point(|&i| self.names.name(i as usize) == name);
+        self.by_name[first..first + count].iter().map(|&i| self.get(i as usize))
+    }
+
+    /// The symbol called `name`: the global one when there are several.
+    pub fn lookup(&self, name: &str) -> Option<Symbol<'_>> {
+        let mut all = self.named(name);
+        let first = all.next()?;
+        Some(std::iter::once(first).chain(all).find(|s| s.kind.is_ascii_uppercase()).unwrap_or(first))
+    }
+
+    /// The address of `name`.
+    ///
+    /// # Errors
+    /// kallsyms has no such symbol.
+    pub fn address_of(&self, name: &str) -> Result<u64, MapError> {
+        self.lookup(name)
+            .map(|s| s.address)
+            .ok_or_else(|| MapError::MissingSymbol { table: TABLE, symbol: name.to_owned() })
+    }
+
+    /// The symbol `address` falls in, and how far into it: the last one
+    /// at or below it, when the address is within its size.
+    pub fn containing(&self, address: u64) -> Option<(Symbol<'_>, u64)> {
+        let after = self.addresses.partition_point(|&a| a <= address);
+        let index = after.checked_sub(1)?;
+        // Of symbols sharing the address, the first one (the kernel's order).
+        let start = self.addresses[..=index].partition_point(|&a| a < self.addresses[index]);
+        let symbol = self.get(start);
+        let offset = address - symbol.address;
+        symbol.size.is_some_and(|size| offset < size).then_some((symbol, offset))
+    }
+}
+
+/// More symbols than any kernel has (about 200,000 in Debian's 7.2).
+const MAX_SYMBOLS: usize = 4 << 20;
+
+/// The 256 tokens names are made of.
+struct Tokens(Vec<Vec<u8>>);
+
+impl Tokens {
+    fn read<R: PhysRead + ?Sized>(
+        memory: &KernelMemory<'_, R>,
+        info: &VmcoreInfo,
+        endian: Endian,
+    ) -> Result<Self, MapError> {
+        let index_at = symbol(info, "kallsyms_token_index")?;
+        let index = read(memory, index_at, 512, "kallsyms_token_index")?;
+        let starts: Vec<usize> = (0..256).map(|i| usize::from(endian.u16(&index, 2 * i))).collect();
+        let table_at = symbol(info, "kallsyms_token_table")?;
+        // Each token is NUL-terminated; the table ends after the last
+        // token's NUL, which a read past the highest start finds.
+        let highest = *starts.iter().max().expect("256 starts");
+        let table = read(memory, table_at, highest + MAX_TOKEN, "kallsyms_token_table")?;
+        let tokens = starts
+            .iter()
+            .map(|&start| {
+                let len = table[start..].iter().position(|&b| b == 0);
+                len.map(|len| table[start..start + len].to_vec()).ok_or_else(|| {
+                    corrupt("kallsyms_token_table", table_at + start as u64, "a token without its NUL".into())
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Tokens(tokens))
+    }
+}
+
+/// Longer than any token (the kernel's scripts/kallsyms makes them from
+/// pairs of symbol characters and tokens, a few dozen bytes at most).
+const MAX_TOKEN: usize = 256;
+
+/// The decoded names, all in one string.
+#[derive(Debug, Default)]
+struct Names {
+    text: String,
+    ends: Vec<u32>,
+    kinds: Vec<u8>,
+}
+
+/// Bytes of `kallsyms_names` read at a time.
+const NAMES_WINDOW: usize = 64 << 10;
+
+impl Names {
+    fn read<R: PhysRead + ?Sized>(
+        &mut self,
+        memory: &KernelMemory<'_, R>,
+        start: u64,
+        num_syms: usize,
+        long_lengths: bool,
+        tokens: &Tokens,
+    ) -> Result<(), MapError> {
+        let mut window = Window { memory, next: start, bytes: Vec::new(), at: 0 };
+        let mut decoded = Vec::new();
+        for _ in 0..num_syms {
+            let where_ = window.position();
+            let mut len = usize::from(window.take(1)?[0]);
+            if long_lengths && len & 0x80 != 0 {
+                len = (len & 0x7f) | usize::from(window.take(1)?[0]) << 7;
+            }
+            decoded.clear();
+            for &token in window.take(len)? {
+                decoded.extend_from_slice(&tokens.0[usize::from(token)]);
+            }
+            let Some((&kind, name)) = decoded.split_first() else {
+                return Err(corrupt("kallsyms_names", where_, "a name of no tokens".into()));
+            };
+            let name = std::str::from_utf8(name)
+                .map_err(|_| corrupt("kallsyms_names", where_, "a name that is not UTF-8".into()))?;
+            self.text.push_str(name);
+            self.kinds.push(kind);
+            let end = u32::try_from(self.text.len())
+                .map_err(|_| corrupt("kallsyms_names", where_, "over 4 GiB of names".into()))?;
+            self.ends.push(end);
+        }
+        Ok(())
+    }
+
+    fn name(&self, index: usize) -> &str {
+        let start = if index == 0 { 0 } else { self.ends[index - 1] as usize };
+        &self.text[start..self.ends[index] as usize]
+    }
+
+    fn index_of(&self, name: &str) -> Option<usize> {
+        (0..self.ends.len()).find(|&i| self.name(i) == name)
+    }
+}
+
+/// `kallsyms_names`, read a window at a time.
+struct Window<'m, 'a, R: PhysRead + ?Sized> {
+    memory: &'m KernelMemory<'a, R>,
+    /// The address of the byte after `bytes`.
+    next: u64,
+    bytes: Vec<u8>,
+    at: usize,
+}
+
+impl<R: PhysRead + ?Sized> Window<'_, '_, R> {
+    fn position(&self) -> u64 {
+        self.next - (self.bytes.len() - self.at) as u64
+    }
+
+    fn take(&mut self, len: usize) -> Result<&[u8], MapError> {
+        if self.bytes.len() - self.at < len {
+            self.bytes.drain(..self.at);
+            self.at = 0;
+            let more = NAMES_WINDOW.max(len);
+            let old = self.bytes.len();
+            self.bytes.resize(old + more, 0);
+            self.memory.read_virt(self.next, &mut self.bytes[old..]).map_err(read_error(
+                TABLE,
+                "kallsyms_names",
+                self.next,
+            ))?;
+            self.next += more as u64;
+        }
+        self.at += len;
+        Ok(&self.bytes[self.at - len..self.at])
+    }
+}
+
+/// Every symbol's address, and the encoding that gives `_stext` where
+/// VMCOREINFO says it is.
+fn addresses<R: PhysRead + ?Sized>(
+    memory: &KernelMemory<'_, R>,
+    info: &VmcoreInfo,
+    endian: Endian,
+    names: &Names,
+) -> Result<(Vec<u64>, AddressEncoding), MapError> {
+    let count = names.ends.len();
+    let stext = symbol(info, "_stext")?;
+    let stext_index = names
+        .index_of("_stext")
+        .ok_or_else(|| MapError::MissingSymbol { table: TABLE, symbol: "_stext in its names".into() })?;
+    if let Some(at) = info.symbol("kallsyms_addresses") {
+        let raw = read(memory, at, 8 * count, "kallsyms_addresses")?;
+        let addresses: Vec<u64> = (0..count).map(|i| endian.u64(&raw, 8 * i)).collect();
+        return match addresses[stext_index] == stext {
+            true => Ok((addresses, AddressEncoding::Absolute)),
+            false => Err(unknown_encoding(at, stext)),
+        };
+    }
+    let offsets_at = symbol(info, "kallsyms_offsets")?;
+    let raw = read(memory, offsets_at, 4 * count, "kallsyms_offsets")?;
+    let offsets: Vec<u32> = (0..count).map(|i| endian.u32(&raw, 4 * i)).collect();
+    let base = match info.symbol("kallsyms_relative_base") {
+        Some(at) => Some(endian.u64(&read(memory, at, 8, "kallsyms_relative_base")?, 0)),
+        None => None,
+    };
+    let candidates = match base {
+        Some(_) => [AddressEncoding::BaseRelative, AddressEncoding::AbsolutePercpu].as_slice(),
+        None => [AddressEncoding::PlaceRelative].as_slice(),
+    };
+    let decode = |encoding, index: usize| {
+        let offset = offsets[index];
+        let base = base.unwrap_or(0);
+        match encoding {
+            AddressEncoding::BaseRelative => base.wrapping_add(u64::from(offset)),
+            AddressEncoding::AbsolutePercpu if (offset as i32) >= 0 => u64::from(offset),
+            AddressEncoding::AbsolutePercpu => {
+                base.wrapping_sub(1).wrapping_sub(i64::from(offset as i32) as u64)
+            }
+            AddressEncoding::PlaceRelative | AddressEncoding::Absolute => {
+                (offsets_at + 4 * index as u64).wrapping_add_signed(i64::from(offset as i32))
+            }
+        }
+    };
+    let encoding = *candidates
+        .iter()
+        .find(|&&e| decode(e, stext_index) == stext)
+        .ok_or_else(|| unknown_encoding(offsets_at, stext))?;
+    Ok(((0..count).map(|i| decode(encoding, i)).collect(), encoding))
+}
+
+fn unknown_encoding(vaddr: u64, stext: u64) -> MapError {
+    corrupt(
+        "kallsyms_offsets",
+        vaddr,
+        format!("no known encoding gives _stext at {stext:#x}, where VMCOREINFO puts it"),
+    )
+}
+
+fn symbol(info: &VmcoreInfo, name: &str) -> Result<u64, MapError> {
+    info.symbol(name)
+        .ok_or_else(|| MapError::MissingSymbol { table: TABLE, symbol: format!("SYMBOL({name})") })
+}
+
+fn read<R: PhysRead + ?Sized>(
+    memory: &KernelMemory<'_, R>,
+    vaddr: u64,
+    len: usize,
+    what: &'static str,
+) -> Result<Vec<u8>, MapError> {
+    let mut bytes = vec![0; len];
+    memory.read_virt(vaddr, &mut bytes).map_err(read_error(TABLE, what, vaddr))?;
+    Ok(bytes)
+}
+
+fn corrupt(what: &'static str, vaddr: u64, detail: String) -> MapError {
+    MapError::Corrupt { table: TABLE, what, vaddr, detail }
+}

@@ -1,0 +1,177 @@
+//! The dumped kernel's own map, read from the real vmcores of
+//! `../shared/fixtures` (Debian 12's 6.1, as QEMU and /proc/vmcore wrote
+//! it, and Debian unstable's 7.2, whose kallsyms offsets are
+//! place-relative): every kallsyms symbol equals what drgn's
+//! `load_vmlinux_kallsyms` reads from the same dump; every `OFFSET()`,
+//! `SIZE()` and `LENGTH()` that VMCOREINFO gives, and the enumerators its
+//! `NUMBER()`s are, equal what the BTF read from the dump says.
+
+mod support;
+
+use std::process::Command;
+
+use support::dumps::{all_fixtures, drgn_python, vmdump};
+use support::workspace_root;
+use vmdump::input::Vmcore;
+use vmdump::kernel::KernelView;
+use vmdump::kernel::kallsyms::AddressEncoding;
+
+/// drgn's symbols of `dump`: address, binding, kind, name.
+fn drgn_symbols(dump: &std::path::Path) -> String {
+    let out = Command::new(drgn_python())
+        .arg(workspace_root().join("tests/py/drgn_kallsyms.py"))
+        .arg(dump)
+        .output()
+        .expect("run drgn's python");
+    assert!(
+        out.status.success(),
+        "drgn cannot read kallsyms of {}: {}",
+        dump.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The binding and kind drgn gives a symbol of `nm` type `kind` (nm(1):
+/// upper case global, `u` unique, `v`/`w` weak; text is a function; bss,
+/// common, data, small data, read-only data and weak objects are objects).
+fn drgn_view(kind: char) -> (&'static str, &'static str) {
+    let lower = kind.to_ascii_lowercase();
+    let binding = match kind {
+        'u' => "UNIQUE",
+        _ if lower == 'v' || lower == 'w' => "WEAK",
+        _ if kind.is_ascii_uppercase() => "GLOBAL",
+        _ => "UNKNOWN",
+    };
+    let object = match lower {
+        'b' | 'c' | 'd' | 'g' | 'r' | 'v' => "OBJECT",
+        't' => "FUNC",
+        _ => "UNKNOWN",
+    };
+    (binding, object)
+}
+
+#[test]
+fn every_symbol_equals_drgns() {
+    let Some(fixtures) = all_fixtures() else { return };
+    for f in &fixtures {
+        let out = vmdump(["symbols".as_ref(), f.elf.as_os_str()]);
+        assert!(out.status.success(), "{}: {}", f.name, String::from_utf8_lossy(&out.stderr));
+        let ours = String::from_utf8(out.stdout).unwrap();
+        let theirs = drgn_symbols(&f.elf);
+        let ours: Vec<&str> = ours.lines().collect();
+        let theirs: Vec<&str> = theirs.lines().collect();
+        assert_eq!(ours.len(), theirs.len(), "{}: symbols", f.name);
+        assert!(ours.len() > 50_000, "{}: {} symbols", f.name, ours.len());
+        for (line, (o, t)) in ours.iter().zip(&theirs).enumerate() {
+            let o: Vec<&str> = o.splitn(3, ' ').collect();
+            let t: Vec<&str> = t.splitn(4, ' ').collect();
+            let kind = o[1].chars().next().unwrap();
+            let (binding, object) = drgn_view(kind);
+            assert_eq!(
+                (o[0], binding, object, o[2]),
+                (t[0], t[1], t[2], t[3]),
+                "{}: symbol {line} (nm type {kind})",
+                f.name
+            );
+        }
+        eprintln!("{}: {} symbols equal drgn's", f.name, ours.len());
+    }
+}
+
+#[test]
+fn addresses_are_read_the_way_each_kernel_writes_them() {
+    let Some(fixtures) = all_fixtures() else { return };
+    for f in &fixtures {
+        let vmcore = Vmcore::open(&f.elf).unwrap();
+        let kernel = KernelView::open(&vmcore).unwrap().unwrap();
+        let symbols = kernel.symbols().unwrap();
+        let expected = match f.name {
+            // x86_64 SMP before 6.15: per-CPU symbols at their offsets
+            "vmcore-S" | "vmcore-SK" => AddressEncoding::AbsolutePercpu,
+            _ => AddressEncoding::PlaceRelative,
+        };
+        assert_eq!(symbols.encoding(), expected, "{}", f.name);
+        // Every symbol VMCOREINFO names is where kallsyms has it, but
+        // kallsyms' own tables, which it does not list, macros
+        // (node_online_map is node_states[N_ONLINE], x86_64's swapper_pg_dir
+        // init_top_pgt, 7.x's vmemmap the value of vmemmap_base) and pointers whose value it gives (mem_section, with
+        // SPARSEMEM_EXTREME: where the root array is).
+        let (mut macros, mut pointers) = (Vec::new(), Vec::new());
+        for (key, value) in kernel.info().entries() {
+            let Some(name) = key.strip_prefix("SYMBOL(").and_then(|k| k.strip_suffix(')')) else { continue };
+            let address = u64::from_str_radix(value, 16).unwrap();
+            let found: Vec<u64> = symbols.named(name).map(|s| s.address).collect();
+            if found.is_empty() {
+                macros.push(name);
+            } else if !found.contains(&address) {
+                let pointer = kernel.memory().read_u64(found[0]).unwrap();
+                assert_eq!(pointer, address, "{}: SYMBOL({name})={value}, kallsyms has {found:x?}", f.name);
+                pointers.push(name);
+            }
+        }
+        macros.retain(|name| {
+            !name.starts_with("kallsyms_") && !["node_online_map", "swapper_pg_dir", "vmemmap"].contains(name)
+        });
+        assert_eq!(macros, [""; 0], "{}: VMCOREINFO symbols kallsyms lacks", f.name);
+        assert_eq!(pointers, ["mem_section"], "{}: VMCOREINFO symbols that are a pointer's value", f.name);
+        let crash = symbols.lookup("sysrq_handle_crash").unwrap();
+        let (inside, offset) = symbols.containing(crash.address + 3).unwrap();
+        assert_eq!((inside.name, offset), ("sysrq_handle_crash", 3), "{}", f.name);
+    }
+}
+
+#[test]
+fn btf_agrees_with_every_vmcoreinfo_offset_size_and_length() {
+    let Some(fixtures) = all_fixtures() else { return };
+    for f in &fixtures {
+        let vmcore = Vmcore::open(&f.elf).unwrap();
+        let kernel = KernelView::open(&vmcore).unwrap().unwrap();
+        let types = kernel.types().unwrap();
+        let btf = types.vmlinux();
+        let (mut offsets, mut sizes, mut lengths) = (0, 0, 0);
+        for (key, value) in kernel.info().entries() {
+            let number = || value.parse::<u64>().unwrap();
+            let inner = |prefix: &str| key.strip_prefix(prefix).and_then(|k| k.strip_suffix(')'));
+            if let Some(name) = inner("OFFSET(") {
+                let (outer, path) = name.split_once('.').unwrap();
+                let member = types.member(outer, path).unwrap_or_else(|e| panic!("{}: {key}: {e}", f.name));
+                assert_eq!(member.offset(), number(), "{}: {key}", f.name);
+                offsets += 1;
+            } else if let Some(name) = inner("SIZE(") {
+                // SIZE(x) is sizeof(struct x), or of the typedef x.
+                assert_eq!(
+                    types.size_of(name).unwrap_or_else(|e| panic!("{}: {key}: {e}", f.name)),
+                    number(),
+                    "{}: {key}",
+                    f.name
+                );
+                sizes += 1;
+            } else if let Some(name) = inner("LENGTH(") {
+                let Some((outer, path)) = name.split_once('.') else { continue }; // LENGTH(mem_section) is a config
+                let member = types.member(outer, path).unwrap();
+                let total = btf.size_of(member.type_id).unwrap();
+                let element = btf.type_name(member.type_id);
+                assert!(
+                    element.ends_with(&format!("[{}]", number())),
+                    "{}: {key}: {element} ({total} bytes)",
+                    f.name
+                );
+                lengths += 1;
+            }
+        }
+        assert!(offsets > 30 && sizes > 10, "{}: {offsets} offsets, {sizes} sizes", f.name);
+        // The page flags and zone counters VMCOREINFO gives by number.
+        for name in ["PG_lru", "PG_private", "PG_swapcache", "PG_head", "PG_slab", "NR_FREE_PAGES"] {
+            let Some(number) = kernel.info().number(name) else { continue };
+            assert_eq!(types.enumerator(name).unwrap(), number, "{}: NUMBER({name})", f.name);
+        }
+        // The bytes are the kernel's own BTF.
+        assert_eq!(types.address(), kernel.symbols().unwrap().address_of("__start_BTF").unwrap());
+        eprintln!(
+            "{}: {offsets} offsets, {sizes} sizes, {lengths} lengths equal BTF's ({} types)",
+            f.name,
+            btf.len()
+        );
+    }
+}
