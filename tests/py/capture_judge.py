@@ -12,7 +12,9 @@ vmdump.kdump-tools-d1, vmdump.kdump-utils-d1 and vmdump.default) NAME.stat
 files as NAME.flat and, after makedumpfile -R, NAME); modes.txt (stat -c
 '%a %s %n' in the guest); the saved /proc/vmcore as vmcore; and, unless
 the judge is none, the judge's own runs on the host: judge.version,
-judge.d31, judge.d1 (-l) and judge.dmesg. LOG is the serial console.
+judge.d31, judge.d1 (-l) and judge.dmesg; first-kernel/ (kallsyms,
+btf.vmlinux and modules as the crashed kernel showed them before the
+crash). LOG is the serial console.
 
 The judge: debian is Debian's makedumpfile, run in the guest beside vmdump
 too (its dumps and exit status are then checks); upstream is another
@@ -289,6 +291,35 @@ def judge_dmesg(j, args, out, serial):
     return equal
 
 
+def judge_kernel_map(j, args, out):
+    """The kernel's map that vmdump reads from the dump, against what the
+    crashed kernel showed of itself before the crash (first-kernel/): its
+    BTF byte for byte, its symbols (those of vmlinux in /proc/kallsyms,
+    address, type and name), and drgn's load_vmlinux_kallsyms."""
+    first = out / "first-kernel"
+    btf = out / "vmdump.btf"
+    p = subprocess.run([args.vmdump, "symbols", "--btf", btf, out / "vmcore"], capture_output=True, text=True)
+    theirs = (first / "btf.vmlinux").read_bytes()
+    j.check(p.returncode == 0 and btf.read_bytes() == theirs,
+            f"the BTF read from the dump equals /sys/kernel/btf/vmlinux ({len(theirs):,} bytes)",
+            p.stderr.strip() or f"{btf.stat().st_size:,} bytes against {len(theirs):,}")
+    p = subprocess.run([args.vmdump, "symbols", out / "vmcore"], capture_output=True, text=True)
+    ours = p.stdout.splitlines()
+    # vmlinux's lines: those without a [module] (or [bpf], [ftrace]) tag.
+    shown = [line for line in (first / "kallsyms").read_text().splitlines() if "\t[" not in line]
+    only_ours, only_shown = sorted(set(ours) - set(shown)), sorted(set(shown) - set(ours))
+    j.check(p.returncode == 0 and sorted(ours) == sorted(shown),
+            f"every symbol read from the dump equals /proc/kallsyms' ({len(shown):,} of vmlinux)",
+            f"{p.stderr.strip()} {len(ours)} against {len(shown)}; only vmdump's {only_ours[:3]}, "
+            f"only the kernel's {only_shown[:3]}")
+    d = subprocess.run([args.drgn_python, HERE / "drgn_kallsyms.py", out / "vmcore"], capture_output=True, text=True)
+    drgn = [" ".join(line.split(" ")[::3]) for line in d.stdout.splitlines()]
+    mine = [" ".join(line.split(" ")[::2]) for line in ours]
+    j.check(d.returncode == 0 and drgn == mine,
+            f"every symbol equals drgn's load_vmlinux_kallsyms ({len(drgn):,})",
+            d.stderr.strip()[-300:] or f"{len(drgn)} against {len(mine)}")
+
+
 def summary(out, read):
     print(f"\n{'run':<26} {'wall s':>7} {'user s':>7} {'sys s':>6} {'peak RSS':>10} "
           f"{'output bytes':>13} {'pages':>7} {'zero':>6}")
@@ -341,6 +372,7 @@ def main():
             j.guard(f"{line}: vmdump against makedumpfile", judge_pair, j, args, out, line, options, read)
     j.guard("levels", judge_levels, j, args, out, vmcore_ram_pfns(out / "vmcore"))
     dmesg_equal = j.guard("--dump-dmesg", judge_dmesg, j, args, out, args.serial)
+    j.guard("the kernel's map", judge_kernel_map, j, args, out)
     summary(out, read)
     if args.summary:
         args.summary.write_text(json.dumps(figures(args, out, release, read, dmesg_equal, j.failed)) + "\n")
