@@ -8,11 +8,11 @@
 #                                                       host/fuzzing/tests/fuzz-corpus/
 #
 # Targets (fuzz/fuzz_targets/, harness in the crate vmdump-fuzzing, host/fuzzing/):
-#   elf kdump flat vmcoreinfo
+#   elf kdump flat vmcoreinfo btf
 #
 # Steps: install cargo-fuzz if missing; build the release binary and make
 # seeds (fuzz/seeds/<target>: small synthetic ELF vmcores, kdump files and
-# flattened streams written by vmdump, VMCOREINFO texts); build the targets
+# flattened streams written by vmdump, VMCOREINFO texts, BTF from gcc -gbtf); build the targets
 # with AddressSanitizer, debug assertions and overflow checks (`cargo fuzz
 # build -a`); run each target for SECONDS_PER_TARGET on one core (a single
 # libFuzzer process: -jobs=1 would only add a supervising parent that
@@ -29,7 +29,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 FUZZ=$ROOT/fuzz
-ALL_TARGETS=(elf kdump flat vmcoreinfo)
+ALL_TARGETS=(elf kdump flat vmcoreinfo btf)
 SANITIZER=${FUZZ_SANITIZER:-address}
 MAX_LEN=$((1 << 20))
 # Export limits of the regression corpus, per target.
@@ -189,6 +189,10 @@ dump -d 1 -F --compress zstd "$work/vmcore" "$FUZZ/seeds/flat/d1-zstd"
 dump -d 1 --compress zlib "$work/tiny" "$FUZZ/seeds/kdump/tiny-d1-zlib"
 dump -d 0 --compress none -L 16K "$work/tiny" "$FUZZ/seeds/kdump/tiny-d0-none-incomplete" || true
 dump -d 1 -F --compress snappy "$work/tiny" "$FUZZ/seeds/flat/tiny-d1-snappy"
+# BTF as gcc writes it (-gbtf) for the types of the parser's own test.
+mkdir -p "$FUZZ/seeds/btf"
+gcc -c -gbtf -O0 host/format/tests/btf/types.c -o "$work/types.o"
+objcopy --dump-section=.BTF="$FUZZ/seeds/btf/gcc-types" "$work/types.o" "$work/types-copy.o"
 for t in "${ALL_TARGETS[@]}"; do
     echo "   $t: $(count_files "$FUZZ/seeds/$t") seeds, $(du -sh "$FUZZ/seeds/$t" | cut -f1)"
 done

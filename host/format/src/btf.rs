@@ -410,33 +410,43 @@ impl Btf {
     }
 
     /// A type's C name, e.g. `struct page`, `unsigned long *`,
-    /// `char [65]`, as far as the chain goes.
+    /// `const char *`, `char *const`, `char [65]`, as far as the chain
+    /// goes.
     pub fn type_name(&self, id: u32) -> String {
-        let mut suffix = String::new();
+        let (mut suffix, mut qualifiers) = (String::new(), Vec::new());
         let mut id = id;
         for _ in 0..MAX_CHAIN {
-            let Some(t) = self.get(id) else { return format!("void{suffix}") };
+            let Some(t) = self.get(id) else { return named("void", &qualifiers, &suffix) };
             match t.kind {
-                Kind::Ptr => suffix.insert(0, '*'),
-                Kind::Const => suffix.insert_str(0, " const"),
-                Kind::Volatile => suffix.insert_str(0, " volatile"),
+                Kind::Ptr => {
+                    // Qualifiers met before a pointer qualify the pointer.
+                    suffix = format!("*{}{suffix}", qualifiers.join(" "));
+                    qualifiers.clear();
+                }
+                Kind::Const | Kind::Volatile | Kind::Restrict => {
+                    qualifiers.push(match t.kind {
+                        Kind::Const => "const",
+                        Kind::Volatile => "volatile",
+                        _ => "restrict",
+                    });
+                }
                 Kind::Array => {
                     let (element, count) = self.array(t).unwrap_or((0, 0));
                     suffix.push_str(&format!("[{count}]"));
                     id = element;
                     continue;
                 }
-                Kind::FuncProto => return format!("function{suffix}"),
+                Kind::FuncProto => return named("function", &qualifiers, &suffix),
                 Kind::Struct | Kind::Union | Kind::Enum | Kind::Enum64 => {
                     let name = if t.name.is_empty() { "<anonymous>" } else { t.name };
-                    return format!("{} {name}{}", t.kind.keyword(), spaced(&suffix));
+                    return named(&format!("{} {name}", t.kind.keyword()), &qualifiers, &suffix);
                 }
-                _ if !t.name.is_empty() => return format!("{}{}", t.name, spaced(&suffix)),
+                _ if !t.name.is_empty() => return named(t.name, &qualifiers, &suffix),
                 _ => {}
             }
             id = t.size_or_type;
         }
-        format!("?{suffix}")
+        named("?", &qualifiers, &suffix)
     }
 
     fn name_of(&self, id: u32) -> &str {
@@ -483,8 +493,19 @@ impl Type<'_> {
 /// anonymous members, in a real kernel.
 const MAX_CHAIN: usize = 64;
 
-fn spaced(suffix: &str) -> String {
-    if suffix.is_empty() { String::new() } else { format!(" {}", suffix.trim_start()) }
+/// `qualifiers base suffix`, spaced as C is written.
+fn named(base: &str, qualifiers: &[&str], suffix: &str) -> String {
+    let mut out = String::new();
+    for q in qualifiers {
+        out.push_str(q);
+        out.push(' ');
+    }
+    out.push_str(base);
+    if !suffix.is_empty() {
+        out.push(' ');
+        out.push_str(suffix);
+    }
+    out
 }
 
 #[cfg(test)]

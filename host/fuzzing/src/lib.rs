@@ -21,6 +21,7 @@
 
 use std::io::{self, Cursor, Seek, SeekFrom, Write};
 
+use vmdump_format::btf::{Btf, Kind};
 use vmdump_format::elf::{ElfVmcore, NOTE_NAME_CORE, NT_PRSTATUS, Notes};
 use vmdump_format::flat::{self, FlatWriter};
 use vmdump_format::kdump::{
@@ -32,7 +33,7 @@ use vmdump_format::phys::{PhysMap, check_page_size};
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
 /// The fuzz targets, in the order `scripts/fuzz.sh` runs them.
-pub const TARGETS: &[&str] = &["elf", "kdump", "flat", "vmcoreinfo"];
+pub const TARGETS: &[&str] = &["elf", "kdump", "flat", "vmcoreinfo", "btf"];
 
 /// Runs target `name` on `data`; `false` for an unknown name.
 pub fn run(name: &str, data: &[u8]) -> bool {
@@ -41,6 +42,7 @@ pub fn run(name: &str, data: &[u8]) -> bool {
         "kdump" => kdump(data),
         "flat" => flat(data),
         "vmcoreinfo" => vmcoreinfo(data),
+        "btf" => btf(data),
         _ => return false,
     }
     true
@@ -361,4 +363,44 @@ fn vmcoreinfo_accessors(info: &VmcoreInfo) {
     let release = info.osrelease().unwrap_or("").as_bytes();
     let got = h.utsname.get(Utsname::RELEASE);
     assert!(release.starts_with(got), "utsname release {got:?} is not a prefix of {release:?}");
+}
+
+/// Most types of one [`Btf`] walked.
+const BTF_WALKED_TYPES: u32 = 4096;
+
+/// `btf`: [`Btf::parse`], then every type (up to [`BTF_WALKED_TYPES`]):
+/// its name, size, C name, members found again by name, and the
+/// enumerators; the same bytes split on themselves.
+pub fn btf(data: &[u8]) {
+    let Ok(btf) = Btf::parse(data.to_vec()) else { return };
+    assert_eq!(btf.bytes(), data);
+    let walked = (btf.len() as u32).min(BTF_WALKED_TYPES);
+    for id in 0..=walked + 1 {
+        let Some(t) = btf.get(id) else {
+            assert!(id == 0 || id > btf.len() as u32, "type {id} of {} unreadable", btf.len());
+            continue;
+        };
+        assert_eq!(t.id, id);
+        let _ = (btf.size_of(id), btf.type_name(id), btf.resolve(id), t.referred());
+        if !t.name.is_empty() {
+            assert!(btf.named(t.name).any(|n| n.id == id), "{} not found by name", t.name);
+        }
+        if matches!(t.kind, Kind::Struct | Kind::Union) {
+            for (name, member) in btf.members(t).take(64) {
+                if !name.is_empty() {
+                    let found = btf.member(t, name).expect("a named member is found");
+                    assert!(found.bit_offset >= member.bit_offset || found.bit_offset == member.bit_offset);
+                }
+            }
+            let _ = btf.aggregate(t.name);
+        }
+        let _ = btf.enumerator(t.name);
+    }
+    let base = std::sync::Arc::new(btf);
+    if let Ok(split) = Btf::parse_split(data.to_vec(), base.clone()) {
+        let first = base.len() as u32 + 1;
+        for id in first..first + (split.len() as u32).min(64) {
+            let _ = (split.get(id).map(|t| t.name), split.type_name(id), split.size_of(id));
+        }
+    }
 }

@@ -26,7 +26,7 @@ fn run_corpus(target: &str) {
 
 #[test]
 fn every_target_has_a_test() {
-    assert_eq!(fuzzing::TARGETS, ["elf", "kdump", "flat", "vmcoreinfo"]);
+    assert_eq!(fuzzing::TARGETS, ["elf", "kdump", "flat", "vmcoreinfo", "btf"]);
 }
 
 #[test]
@@ -47,4 +47,9 @@ fn flat() {
 #[test]
 fn vmcoreinfo() {
     run_corpus("vmcoreinfo");
+}
+
+#[test]
+fn btf() {
+    run_corpus("btf");
 }
