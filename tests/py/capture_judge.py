@@ -12,9 +12,9 @@ vmdump.kdump-tools-d1, vmdump.kdump-utils-d1 and vmdump.default) NAME.stat
 files as NAME.flat and, after makedumpfile -R, NAME); modes.txt (stat -c
 '%a %s %n' in the guest); the saved /proc/vmcore as vmcore; and, unless
 the judge is none, the judge's own runs on the host: judge.version,
-judge.d31, judge.d1 (-l) and judge.dmesg; first-kernel/ (kallsyms,
-btf.vmlinux and modules as the crashed kernel showed them before the
-crash). LOG is the serial console.
+judge.d31, judge.d1 (-l) and judge.dmesg; first-kernel/ (kallsyms, btf/
+and modules: /proc/kallsyms, /sys/kernel/btf/ and /proc/modules as the
+crashed kernel showed them before the crash). LOG is the serial console.
 
 The judge: debian is Debian's makedumpfile, run in the guest beside vmdump
 too (its dumps and exit status are then checks); upstream is another
@@ -294,29 +294,38 @@ def judge_dmesg(j, args, out, serial):
 def judge_kernel_map(j, args, out):
     """The kernel's map that vmdump reads from the dump, against what the
     crashed kernel showed of itself before the crash (first-kernel/): its
-    BTF byte for byte, its symbols (those of vmlinux in /proc/kallsyms,
-    address, type and name), and drgn's load_vmlinux_kallsyms."""
+    BTF and each module's byte for byte, its symbols and its modules'
+    (/proc/kallsyms: address, type, name, module), and drgn's
+    load_vmlinux_kallsyms."""
     first = out / "first-kernel"
     btf = out / "vmdump.btf"
     p = subprocess.run([args.vmdump, "symbols", "--btf", btf, out / "vmcore"], capture_output=True, text=True)
-    theirs = (first / "btf.vmlinux").read_bytes()
-    j.check(p.returncode == 0 and btf.read_bytes() == theirs,
-            f"the BTF read from the dump equals /sys/kernel/btf/vmlinux ({len(theirs):,} bytes)",
-            p.stderr.strip() or f"{btf.stat().st_size:,} bytes against {len(theirs):,}")
+    shown = {f.name: f.read_bytes() for f in (first / "btf").iterdir()}
+    read = {f.name: f.read_bytes() for f in btf.iterdir()} if btf.is_dir() else {}
+    differ = sorted(name for name in shown if read.get(name) != shown[name])
+    j.check(p.returncode == 0 and read == shown,
+            f"the BTF read from the dump equals /sys/kernel/btf/'s: vmlinux ({len(shown.get('vmlinux', b'')):,} "
+            f"bytes) and {len(shown) - 1} modules'",
+            p.stderr.strip() or f"differ or missing: {differ}; only vmdump's: {sorted(set(read) - set(shown))}")
     p = subprocess.run([args.vmdump, "symbols", out / "vmcore"], capture_output=True, text=True)
     ours = p.stdout.splitlines()
-    # vmlinux's lines: those without a [module] (or [bpf], [ftrace]) tag.
-    shown = [line for line in (first / "kallsyms").read_text().splitlines() if "\t[" not in line]
+    # The kernel's and its modules' lines, not those of BPF programs or
+    # ftrace trampolines ([bpf], [__builtin__ftrace]).
+    modules = {line.split()[0] for line in (first / "modules").read_text().splitlines()}
+    shown = [line for line in (first / "kallsyms").read_text().splitlines()
+             if "\t[" not in line or line.rsplit("\t[", 1)[1].rstrip("]") in modules]
+    in_modules = sum("\t[" in line for line in shown)
     only_ours, only_shown = sorted(set(ours) - set(shown)), sorted(set(shown) - set(ours))
     j.check(p.returncode == 0 and sorted(ours) == sorted(shown),
-            f"every symbol read from the dump equals /proc/kallsyms' ({len(shown):,} of vmlinux)",
+            f"every symbol read from the dump equals /proc/kallsyms' ({len(shown) - in_modules:,} of vmlinux, "
+            f"{in_modules:,} of {len(modules)} modules)",
             f"{p.stderr.strip()} {len(ours)} against {len(shown)}; only vmdump's {only_ours[:3]}, "
             f"only the kernel's {only_shown[:3]}")
     d = subprocess.run([args.drgn_python, HERE / "drgn_kallsyms.py", out / "vmcore"], capture_output=True, text=True)
     drgn = [" ".join(line.split(" ")[::3]) for line in d.stdout.splitlines()]
-    mine = [" ".join(line.split(" ")[::2]) for line in ours]
+    mine = [" ".join(line.split(" ")[::2]) for line in ours if "\t[" not in line]
     j.check(d.returncode == 0 and drgn == mine,
-            f"every symbol equals drgn's load_vmlinux_kallsyms ({len(drgn):,})",
+            f"every vmlinux symbol equals drgn's load_vmlinux_kallsyms ({len(drgn):,})",
             d.stderr.strip()[-300:] or f"{len(drgn)} against {len(mine)}")
 
 

@@ -325,22 +325,31 @@ impl Btf {
     /// The size in bytes of a value of type `id`; `None` for types of no
     /// size (functions, void) or a chain that does not end.
     pub fn size_of(&self, id: u32) -> Option<u64> {
-        let t = self.resolve(id)?;
-        match t.kind {
-            Kind::Int
-            | Kind::Struct
-            | Kind::Union
-            | Kind::Enum
-            | Kind::Enum64
-            | Kind::Float
-            | Kind::Datasec => Some(u64::from(t.size_or_type)),
-            Kind::Ptr => Some(POINTER_SIZE),
-            Kind::Array => {
-                let (element, count) = self.array(t)?;
-                self.size_of(element)?.checked_mul(u64::from(count))
-            }
-            _ => None,
+        // Arrays of arrays multiply; a chain that does not end (a bad
+        // blob's array of itself) has no size.
+        let (mut id, mut count) = (id, 1u64);
+        for _ in 0..MAX_CHAIN {
+            let t = self.resolve(id)?;
+            let size = match t.kind {
+                Kind::Int
+                | Kind::Struct
+                | Kind::Union
+                | Kind::Enum
+                | Kind::Enum64
+                | Kind::Float
+                | Kind::Datasec => u64::from(t.size_or_type),
+                Kind::Ptr => POINTER_SIZE,
+                Kind::Array => {
+                    let (element, elements) = self.array(t)?;
+                    count = count.checked_mul(u64::from(elements))?;
+                    id = element;
+                    continue;
+                }
+                _ => return None,
+            };
+            return size.checked_mul(count);
         }
+        None
     }
 
     /// The members of a struct or union: name, bit offset, bitfield size,

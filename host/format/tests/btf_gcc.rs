@@ -24,7 +24,10 @@ fn gcc_btf(source: &Path, dir: &Path) -> Vec<u8> {
     let object = dir.join("types.o");
     run(Command::new("gcc").args(["-c", "-gbtf", "-O0"]).arg(source).arg("-o").arg(&object));
     let section = dir.join("types.btf");
-    run(Command::new("objcopy").arg(format!("--dump-section=.BTF={}", section.display())).arg(&object).arg(dir.join("copy.o")));
+    run(Command::new("objcopy")
+        .arg(format!("--dump-section=.BTF={}", section.display()))
+        .arg(&object)
+        .arg(dir.join("copy.o")));
     std::fs::read(section).unwrap()
 }
 
@@ -56,6 +59,10 @@ fn sizes_offsets_and_enumerators_equal_the_compilers() {
     let next = btf.member(outer, "next").unwrap();
     assert_eq!(btf.type_name(next.type_id), "volatile const struct outer *");
     let b = btf.member(outer, "in.b").unwrap();
-    assert_eq!((b.bit_offset, b.bitfield_size), (8 * 8 + 3, 5), "a bitfield after 3 bits, inside the union at 8");
+    assert_eq!(
+        (b.bit_offset, b.bitfield_size),
+        (8 * 8 + 3, 5),
+        "a bitfield after 3 bits, inside the union at 8"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -138,6 +138,19 @@ pub(super) fn write_whole_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> 
     create_output(path, true)?.write_all(bytes).with_context(|| format!("writing {}", path.display()))
 }
 
+/// Makes the directory `dir` (and its parents) mode 0700 where missing.
+///
+/// # Errors
+/// It cannot be made.
+pub(super) fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))
+}
+
 /// Writes the dump of `plan` to the output file or stdout.
 fn write_dump(args: &DumpArgs, profile: &Profile, plan: &Plan<'_>) -> anyhow::Result<DumpReport> {
     if args.output == Path::new("-") {

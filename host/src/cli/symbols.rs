@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
@@ -19,15 +19,15 @@ pub struct SymbolsArgs {
     /// What to look up: a symbol (`init_task`), an address (`0xffff...`:
     /// the symbol it is in), a type (`page`: its size), a member
     /// (`page.flags`, `task_struct.mm.pgd`: its offset, size and type) or
-    /// an enumerator (`NR_FREE_PAGES`). Without any, every symbol, as
-    /// /proc/kallsyms lists them.
+    /// an enumerator (`NR_FREE_PAGES`). Without any, every symbol of the
+    /// kernel and of its modules, as /proc/kallsyms lists them.
     pub names: Vec<String>,
     /// Another piece of a split dump given as INPUT (repeatable).
     #[arg(long = "piece", value_name = "FILE")]
     pub pieces: Vec<PathBuf>,
-    /// Write the kernel's BTF, as read from the dump, to FILE (what
-    /// /sys/kernel/btf/vmlinux showed).
-    #[arg(long, value_name = "FILE")]
+    /// Write the BTF read from the dump into DIR, as /sys/kernel/btf/ showed
+    /// it: DIR/vmlinux, and a file for each module with BTF.
+    #[arg(long, value_name = "DIR")]
     pub btf: Option<PathBuf>,
 }
 
@@ -39,12 +39,12 @@ pub struct SymbolsArgs {
 pub fn run(args: &SymbolsArgs, plugin_dirs: &[PathBuf], out: &mut dyn Write) -> anyhow::Result<()> {
     let context = || format!("reading the kernel's map in {}", args.input.display());
     let modules = Modules::new(SearchPath::from_process(plugin_dirs, &[]));
-    let input = crate::input::open(&[std::slice::from_ref(&args.input), args.pieces.as_slice()].concat(), &modules)?;
+    let input =
+        crate::input::open(&[std::slice::from_ref(&args.input), args.pieces.as_slice()].concat(), &modules)?;
     let kernel =
         KernelView::open(input.as_ref()).with_context(context)?.context("the input has no VMCOREINFO")?;
-    if let Some(path) = &args.btf {
-        let types = kernel.types().map_err(map_error).with_context(context)?;
-        super::dump::write_whole_file(path, types.vmlinux().bytes())?;
+    if let Some(dir) = &args.btf {
+        write_btf(&kernel, dir).with_context(context)?;
     }
     if args.names.is_empty() {
         if args.btf.is_none() {
@@ -70,14 +70,33 @@ pub fn run(args: &SymbolsArgs, plugin_dirs: &[PathBuf], out: &mut dyn Write) -> 
     Ok(())
 }
 
-/// Every symbol: address, type, name.
+/// Every symbol: address, type, name, and after a tab the module's name
+/// in brackets.
 fn list_all(kernel: &KernelView<'_>, out: &mut dyn Write) -> anyhow::Result<()> {
     let symbols = kernel.symbols().map_err(map_error)?;
     let mut out = std::io::BufWriter::new(out);
     for s in symbols.iter() {
         writeln!(out, "{:016x} {} {}", s.address, s.kind, s.name).context("writing to stdout")?;
     }
+    for module in kernel.modules().map_err(map_error)?.iter() {
+        for s in module.symbols() {
+            writeln!(out, "{:016x} {} {}\t[{}]", s.address, s.kind, s.name, module.name)
+                .context("writing to stdout")?;
+        }
+    }
     out.flush().context("writing to stdout")
+}
+
+/// The kernel's BTF and each module's, into `dir` (made if missing).
+fn write_btf(kernel: &KernelView<'_>, dir: &Path) -> anyhow::Result<()> {
+    let types = kernel.types().map_err(map_error)?;
+    super::dump::create_private_dir(dir)?;
+    super::dump::write_whole_file(&dir.join("vmlinux"), types.vmlinux().bytes())?;
+    for module in kernel.modules().map_err(map_error)?.iter().filter(|m| m.btf_range().is_some()) {
+        let btf = types.read_module(kernel.memory(), module).map_err(|e| anyhow::anyhow!("{e}"))?;
+        super::dump::write_whole_file(&dir.join(&module.name), btf.bytes())?;
+    }
+    Ok(())
 }
 
 /// What the kernel knows by `name`, a line each; `None` when nothing.
@@ -89,9 +108,16 @@ fn describe(kernel: &KernelView<'_>, name: &str) -> anyhow::Result<Option<String
             .containing(address)
             .map(|(s, offset)| format!("{address:016x} {}+{offset:#x}\n", s.name)));
     }
+    let sized =
+        |s: &crate::kernel::Symbol<'_>| s.size.map_or(String::new(), |size| format!(" size {size:#x}"));
     for s in symbols.named(name) {
-        let size = s.size.map_or(String::new(), |size| format!(" size {size:#x}"));
-        let _ = writeln!(text, "{:016x} {} {}{size}", s.address, s.kind, s.name);
+        let _ = writeln!(text, "{:016x} {} {}{}", s.address, s.kind, s.name, sized(&s));
+    }
+    for module in kernel.modules().into_iter().flat_map(|m| m.iter()) {
+        for s in module.symbols().filter(|s| s.name == name) {
+            let _ =
+                writeln!(text, "{:016x} {} {}{}\t[{}]", s.address, s.kind, s.name, sized(&s), module.name);
+        }
     }
     // Types only when there are any: a kernel without BTF still answers
     // for its symbols.

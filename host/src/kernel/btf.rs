@@ -8,6 +8,7 @@ use vmdump_format::btf::{Btf, MAX_BTF, Member};
 
 use super::error::{MapError, read_error};
 use super::kallsyms::Kallsyms;
+use super::modules::Module;
 use crate::xlat::{KernelMemory, PhysRead};
 
 const TABLE: &str = "BTF";
@@ -63,6 +64,36 @@ impl KernelTypes {
     /// Where it is in the kernel's memory.
     pub fn address(&self) -> u64 {
         self.vaddr
+    }
+
+    /// The BTF of `module`, split on the kernel's.
+    ///
+    /// # Errors
+    /// The module has no BTF, the read fails, or it does not parse.
+    pub fn read_module<R: PhysRead + ?Sized>(
+        &self,
+        memory: &KernelMemory<'_, R>,
+        module: &Module,
+    ) -> Result<Btf, MapError> {
+        let missing =
+            || MapError::NoType(format!("BTF of module {} (CONFIG_DEBUG_INFO_BTF_MODULES)", module.name));
+        let (start, len) = module.btf_range().ok_or_else(missing)?;
+        if len > MAX_BTF as u64 {
+            let detail = format!("{len} bytes");
+            return Err(MapError::Corrupt {
+                table: TABLE,
+                what: "module.btf_data_size",
+                vaddr: module.address(),
+                detail,
+            });
+        }
+        let mut bytes = vec![0; len as usize];
+        memory.read_virt(start, &mut bytes).map_err(read_error(TABLE, "a module's BTF", start))?;
+        Btf::parse_split(bytes, self.vmlinux.clone()).map_err(|cause| MapError::Btf {
+            owner: module.name.clone(),
+            vaddr: start,
+            cause,
+        })
     }
 
     /// The size of the struct, union or typedef `name`.

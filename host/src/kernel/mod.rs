@@ -9,6 +9,8 @@
 pub mod btf;
 mod error;
 pub mod kallsyms;
+pub mod modules;
+pub mod object;
 
 use std::sync::OnceLock;
 
@@ -23,6 +25,8 @@ use crate::xlat::{Arch, KernelMemory, PhysRead, SectionTable, XlatError};
 pub use btf::KernelTypes;
 pub use error::MapError;
 pub use kallsyms::{Kallsyms, Symbol};
+pub use modules::{Module, Modules};
+pub use object::Object;
 
 /// The kernel's memory and tables.
 pub struct KernelView<'v> {
@@ -32,6 +36,7 @@ pub struct KernelView<'v> {
     sections: Result<SectionTable, String>,
     symbols: OnceLock<Result<Kallsyms, MapError>>,
     types: OnceLock<Result<KernelTypes, MapError>>,
+    modules: OnceLock<Result<Modules, MapError>>,
 }
 
 impl<'v> KernelView<'v> {
@@ -52,7 +57,14 @@ impl<'v> KernelView<'v> {
             Some(_) => SectionTable::read(&memory, info, input.phys().max_pfn()).map_err(|e| e.to_string()),
             None => Err("VMCOREINFO has no SYMBOL(mem_section)".to_owned()),
         };
-        Ok(Some(Self { memory, info, sections, symbols: OnceLock::new(), types: OnceLock::new() }))
+        Ok(Some(Self {
+            memory,
+            info,
+            sections,
+            symbols: OnceLock::new(),
+            types: OnceLock::new(),
+            modules: OnceLock::new(),
+        }))
     }
 
     /// Kernel virtual memory.
@@ -89,6 +101,35 @@ impl<'v> KernelView<'v> {
                 KernelTypes::read(&self.memory, symbols)
             })
             .as_ref()
+    }
+
+    /// The kernel's loaded modules, read on first use.
+    ///
+    /// # Errors
+    /// Why they could not be read (no symbols or types, or a bad list).
+    pub fn modules(&self) -> Result<&Modules, &MapError> {
+        self.modules
+            .get_or_init(|| {
+                let needs =
+                    |needs, e: &MapError| MapError::Needs { table: "modules", needs, cause: e.to_string() };
+                let symbols = self.symbols().map_err(|e| needs("kallsyms", e))?;
+                let types = self.types().map_err(|e| needs("BTF", e))?;
+                Modules::read(&self.memory, symbols, types)
+            })
+            .as_ref()
+    }
+
+    /// A structure of the kernel, `type_name` at `vaddr`, read whole.
+    ///
+    /// # Errors
+    /// No BTF, no such type, or a failed read.
+    pub fn object(&self, type_name: &str, vaddr: u64) -> Result<Object<'_>, MapError> {
+        let types = self.types().map_err(|e| MapError::Needs {
+            table: "kernel structures",
+            needs: "BTF",
+            cause: e.to_string(),
+        })?;
+        Object::read(&self.memory, types.vmlinux(), type_name, vaddr)
     }
 
     /// The memory sections.
