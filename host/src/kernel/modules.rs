@@ -236,7 +236,7 @@ fn module_symbols<R: PhysRead + ?Sized>(
 
 /// The symbols of `module.syms`, as (address, name): those that
 /// /proc/kallsyms calls exported (which leaves out `module.gpl_syms`, the
-/// GPL-only exports that kernels before 6.13 keep apart).
+/// GPL-only exports that 6.1 keeps apart; 7.2 has no such table).
 fn exports<R: PhysRead + ?Sized>(
     memory: &KernelMemory<'_, R>,
     btf: &Btf,
