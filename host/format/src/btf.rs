@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use crate::FormatError;
 use crate::elf::Endian;
+use crate::name_index::NameIndex;
 
 /// The kinds of type record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -143,8 +144,8 @@ pub struct Btf {
     strings: (usize, usize),
     /// Name offsets below it are in the base's strings.
     first_string: u32,
-    /// Ids of named types, sorted by name.
-    by_name: Vec<u32>,
+    /// Record indexes by name.
+    by_name: NameIndex,
     /// The kernel's BTF, which a module's refers to.
     base: Option<Arc<Btf>>,
 }
@@ -211,7 +212,7 @@ impl Btf {
             first_id,
             strings,
             first_string,
-            by_name: Vec::new(),
+            by_name: NameIndex::default(),
             base,
             bytes,
         };
@@ -241,12 +242,9 @@ impl Btf {
             self.records.push(at as u32);
             at += len;
         }
-        let mut named: Vec<u32> = (0..self.records.len() as u32)
-            .map(|i| self.first_id + i)
-            .filter(|&id| self.get(id).is_some_and(|t| !t.name.is_empty()))
-            .collect();
-        named.sort_by(|&a, &b| self.name_of(a).cmp(self.name_of(b)).then(a.cmp(&b)));
-        self.by_name = named;
+        let names: Vec<&str> = (0..self.records.len() as u32).map(|i| self.name_of(self.first_id + i)).collect();
+        let index = NameIndex::new(names.into_iter());
+        self.by_name = index;
         Ok(())
     }
 
@@ -289,9 +287,14 @@ impl Btf {
     /// The named types called `name`, of any kind, in id order (this
     /// blob's own: a module's does not search the kernel's).
     pub fn named(&self, name: &str) -> impl Iterator<Item = Type<'_>> {
-        let first = self.by_name.partition_point(|&id| self.name_of(id) < name);
-        let count = self.by_name[first..].partition_point(|&id| self.name_of(id) == name);
-        self.by_name[first..first + count].iter().filter_map(|&id| self.get(id))
+        let mut ids: Vec<u32> = self
+            .by_name
+            .candidates(name)
+            .map(|i| self.first_id + i)
+            .filter(|&id| !name.is_empty() && self.name_of(id) == name)
+            .collect();
+        ids.sort_unstable();
+        ids.into_iter().filter_map(|id| self.get(id))
     }
 
     /// The type `name` of `kind` (the first, if several).
@@ -376,25 +379,32 @@ impl Btf {
         let mut found = Member { bit_offset: 0, bitfield_size: 0, type_id: t.id };
         for name in path.split('.') {
             let outer = self.resolve(found.type_id)?;
-            let inner = self.direct_member(outer, name, 0)?;
+            let inner = self.direct_member(outer, name, 0, &mut { MAX_MEMBERS_VISITED })?;
             found = Member { bit_offset: found.bit_offset + inner.bit_offset, ..inner };
         }
         Some(found)
     }
 
-    /// `name` among `t`'s members or those of its anonymous members.
-    fn direct_member(&self, t: Type<'_>, name: &str, depth: usize) -> Option<Member> {
+    /// `name` among `t`'s members or those of its anonymous members, in
+    /// at most `budget` members visited (a bad blob's anonymous members
+    /// can nest without end, or branch at every level).
+    fn direct_member(&self, t: Type<'_>, name: &str, depth: usize, budget: &mut usize) -> Option<Member> {
         if depth > MAX_CHAIN {
             return None;
         }
-        self.members(t).find_map(|(member_name, m)| {
-            if member_name == name {
-                return Some(m);
+        // Its own members first (C makes names unique across the
+        // anonymous ones too, so the order is only for bad blobs).
+        *budget = budget.checked_sub(t.vlen)?;
+        if let Some((_, m)) = self.members(t).find(|&(member_name, _)| member_name == name) {
+            return Some(m);
+        }
+        for (_, m) in self.members(t).filter(|&(member_name, _)| member_name.is_empty()) {
+            let Some(inner) = self.resolve(m.type_id) else { continue };
+            if let Some(deeper) = self.direct_member(inner, name, depth + 1, budget) {
+                return Some(Member { bit_offset: m.bit_offset + deeper.bit_offset, ..deeper });
             }
-            let inner = self.resolve(m.type_id).filter(|_| member_name.is_empty())?;
-            let deeper = self.direct_member(inner, name, depth + 1)?;
-            Some(Member { bit_offset: m.bit_offset + deeper.bit_offset, ..deeper })
-        })
+        }
+        None
     }
 
     /// The value of the enumerator `name`, and the id of its enum.
@@ -501,6 +511,10 @@ impl Type<'_> {
 /// Longer than any chain of typedefs and qualifiers, or nesting of
 /// anonymous members, in a real kernel.
 const MAX_CHAIN: usize = 64;
+
+/// Members one lookup may visit, through anonymous members: more than
+/// the largest struct of a real kernel with all it nests.
+const MAX_MEMBERS_VISITED: usize = 1 << 16;
 
 /// `qualifiers base suffix`, spaced as C is written.
 fn named(base: &str, qualifiers: &[&str], suffix: &str) -> String {

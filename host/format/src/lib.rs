@@ -17,6 +17,7 @@
 //! | [`machine`] | the dumped machines: `e_machine`, byte order, utsname name, sub header phys_base | §1.5 |
 //! | [`flat`] | flattened stream (`-F`) and rearrangement (`-R`) | §2.1, §2.2 |
 //! | [`sink`] | where a dump's positioned writes go: a file, or a flattened stream | §2.1 |
+//! | [`name_index`] | finding entries of large tables by name (kallsyms, BTF) | |
 //! | [`output`] | creating every output file: 0600, `-f`, never through a symbolic link | |
 //!
 //! Synthetic vmcores for tests and benchmarks are made by the crate
@@ -53,6 +54,7 @@ pub mod error;
 pub mod flat;
 pub mod kdump;
 pub mod machine;
+pub mod name_index;
 pub mod output;
 pub mod phys;
 pub mod read_at;

@@ -367,6 +367,8 @@ fn vmcoreinfo_accessors(info: &VmcoreInfo) {
 
 /// Most types of one [`Btf`] walked.
 const BTF_WALKED_TYPES: u32 = 4096;
+/// Most enumerator lookups of one input.
+const BTF_ENUMERATOR_LOOKUPS: u32 = 64;
 
 /// `btf`: [`Btf::parse`], then every type (up to [`BTF_WALKED_TYPES`]):
 /// its name, size, C name, members found again by name, and the
@@ -398,7 +400,9 @@ pub fn btf(data: &[u8]) {
             }
             let _ = btf.aggregate(t.name);
         }
-        let _ = btf.enumerator(t.name);
+        if id <= BTF_ENUMERATOR_LOOKUPS {
+            let _ = btf.enumerator(t.name); // each is a walk of every type
+        }
     }
     let base = std::sync::Arc::new(btf);
     if let Ok(split) = Btf::parse_split(data.to_vec(), base.clone()) {

@@ -80,6 +80,10 @@ pub struct ClassCounts {
     pub unclassified: u64,
     /// The first of them: its pfn and the address of its struct page.
     pub first_unclassified: Option<(u64, u64)>,
+    /// Pages of the kernel image in use that their struct pages would
+    /// have left out ([`PageClassifier::protecting`]): kept, not counted
+    /// in [`ClassCounts::total`].
+    pub image_kept: u64,
 }
 
 impl ClassCounts {
@@ -111,6 +115,7 @@ impl AddAssign for ClassCounts {
         self.offline += o.offline;
         self.earlier += o.earlier;
         self.unclassified += o.unclassified;
+        self.image_kept += o.image_kept;
         self.first_unclassified = match (self.first_unclassified, o.first_unclassified) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -199,6 +204,7 @@ pub struct PageClassifier<'m, R: PhysRead + ?Sized> {
     previous_end: u64,
     invalid_free_orders: u64,
     keep_unreadable: bool,
+    protected: Vec<Range<u64>>,
     buf: Vec<u8>,
 }
 
@@ -234,6 +240,7 @@ impl<'m, R: PhysRead + ?Sized> PageClassifier<'m, R> {
             previous_end: 0,
             invalid_free_orders: 0,
             keep_unreadable: false,
+            protected: Vec::new(),
             buf: Vec::new(),
         })
     }
@@ -245,6 +252,14 @@ impl<'m, R: PhysRead + ?Sized> PageClassifier<'m, R> {
     /// without a dump (the makedumpfile command line, `--allow-lower-level`).
     pub fn keeping_unreadable(mut self, keep: bool) -> Self {
         self.keep_unreadable = keep;
+        self
+    }
+
+    /// Keeps the pfns of `ranges` (sorted: the kernel image in use,
+    /// `crate::kernel::image`) whatever their struct pages say, counted in
+    /// [`ClassCounts::image_kept`].
+    pub fn protecting(mut self, ranges: Vec<Range<u64>>) -> Self {
+        self.protected = ranges;
         self
     }
 
@@ -294,16 +309,21 @@ impl<'m, R: PhysRead + ?Sized> PageClassifier<'m, R> {
             return Err(ClassifyError::WindowOrder { window, previous_end: self.previous_end });
         }
         self.previous_end = window.end;
-        let mut out = scan::Marker { window: window.clone(), is_ram, excluded, counts };
+        // The scan borrows the classifier: the ranges are lent to the marker.
+        let protected = std::mem::take(&mut self.protected);
+        let mut out = scan::Marker { window: window.clone(), is_ram, excluded, counts, protected: &protected };
         let mut pfn = window.start;
         if let Some(p) = self.pending.take() {
             out.exclude(p.pfns.start.max(window.start)..p.pfns.end, p.class);
             if p.pfns.end > window.end {
                 self.pending = Some(p);
+                self.protected = protected;
                 return Ok(());
             }
             pfn = pfn.max(p.pfns.end);
         }
-        self.scan(pfn, &mut out)
+        let scanned = self.scan(pfn, &mut out);
+        self.protected = protected;
+        scanned
     }
 }

@@ -17,21 +17,32 @@ pub(crate) struct Marker<'a> {
     pub(crate) is_ram: &'a dyn Fn(u64) -> bool,
     pub(crate) excluded: &'a mut [u64],
     pub(crate) counts: &'a mut ClassCounts,
+    /// Pfns kept whatever their struct pages say (the kernel image in
+    /// use), sorted.
+    pub(crate) protected: &'a [Range<u64>],
 }
 
 impl Marker<'_> {
-    /// Marks and counts the RAM pfns of `pfns` inside the window.
+    /// Marks and counts the RAM pfns of `pfns` inside the window, but
+    /// the protected ones, which are counted as kept.
     pub(crate) fn exclude(&mut self, pfns: Range<u64>, class: PageClass) {
         let (start, end) = (pfns.start.max(self.window.start), pfns.end.min(self.window.end));
-        let mut n = 0;
+        let protected = self.protected.iter().filter(|r| r.start < end && start < r.end);
+        let is_protected = |pfn: u64| protected.clone().any(|r| r.contains(&pfn));
+        let (mut n, mut kept) = (0, 0);
         for pfn in start..end {
             if (self.is_ram)(pfn) {
+                if is_protected(pfn) {
+                    kept += 1;
+                    continue;
+                }
                 let bit = pfn - self.window.start;
                 self.excluded[(bit / 64) as usize] |= 1 << (bit % 64);
                 n += 1;
             }
         }
         self.counts.add(class, n);
+        self.counts.image_kept += kept;
     }
 
     /// Counts the RAM pfns of `pfns` (inside the window) as kept without a

@@ -9,7 +9,10 @@
 //! `kallsyms_offsets`, which kernels have read four ways
 //! ([`AddressEncoding`]); `_stext`, which VMCOREINFO gives, tells which.
 
+use std::sync::OnceLock;
+
 use vmdump_format::elf::Endian;
+use vmdump_format::name_index::NameIndex;
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
 use super::error::{MapError, read_error};
@@ -53,8 +56,8 @@ pub struct Symbol<'k> {
 pub struct Kallsyms {
     addresses: Vec<u64>,
     names: Names,
-    /// Indexes, sorted by name (then by index).
-    by_name: Vec<u32>,
+    /// Built on the first lookup by name.
+    by_name: OnceLock<NameIndex>,
     encoding: AddressEncoding,
 }
 
@@ -83,12 +86,9 @@ impl Kallsyms {
         }
         let tokens = Tokens::read(memory, info, endian)?;
         let long_lengths = info.kernel_version().is_none_or(|v| v >= (6, 1));
-        let mut names = Names::default();
-        names.read(memory, symbol(info, "kallsyms_names")?, num_syms, long_lengths, &tokens)?;
+        let names = Names::read(memory, symbol(info, "kallsyms_names")?, num_syms, long_lengths, &tokens)?;
         let (addresses, encoding) = addresses(memory, info, endian, &names)?;
-        let mut by_name: Vec<u32> = (0..num_syms as u32).collect();
-        by_name.sort_by(|&a, &b| names.name(a as usize).cmp(names.name(b as usize)).then(a.cmp(&b)));
-        Ok(Kallsyms { addresses, names, by_name, encoding })
+        Ok(Kallsyms { addresses, names, by_name: OnceLock::new(), encoding })
     }
 
     /// How the addresses were encoded.
@@ -129,9 +129,11 @@ impl Kallsyms {
     /// Every symbol called `name` (static symbols of several files can
     /// share one), in kallsyms' order.
     pub fn named(&self, name: &str) -> impl Iterator<Item = Symbol<'_>> {
-        let first = self.by_name.partition_point(|&i| self.names.name(i as usize) < name);
-        let count = self.by_name[first..].partition_point(|&i| self.names.name(i as usize) == name);
-        self.by_name[first..first + count].iter().map(|&i| self.get(i as usize))
+        let index = self.by_name.get_or_init(|| NameIndex::new((0..self.len()).map(|i| self.names.name(i))));
+        let mut found: Vec<usize> =
+            index.candidates(name).map(|i| i as usize).filter(|&i| self.names.name(i) == name).collect();
+        found.sort_unstable();
+        found.into_iter().map(|i| self.get(i))
     }
 
     /// The symbol called `name`: the global one when there are several.
@@ -170,6 +172,10 @@ const MAX_SYMBOLS: usize = 4 << 20;
 /// The 256 tokens names are made of.
 struct Tokens(Vec<Vec<u8>>);
 
+/// Bytes a token is copied in at once: most are shorter (see
+/// [`Tokens::append`]).
+const TOKEN_COPY: usize = 16;
+
 impl Tokens {
     fn read<R: PhysRead + ?Sized>(
         memory: &KernelMemory<'_, R>,
@@ -195,6 +201,31 @@ impl Tokens {
             .collect::<Result<_, _>>()?;
         Ok(Tokens(tokens))
     }
+
+    /// Appends token `t` to `out`: a token of up to [`TOKEN_COPY`] bytes
+    /// is copied as that many bytes from its padded copy, then cut to its
+    /// length, which is faster than a copy of any length for the millions
+    /// of tokens of a kernel's names.
+    fn append(&self, padded: &[[u8; TOKEN_COPY]; 256], t: u8, out: &mut Vec<u8>) {
+        let token = &self.0[usize::from(t)];
+        if token.len() <= TOKEN_COPY {
+            let len = out.len();
+            out.extend_from_slice(&padded[usize::from(t)]);
+            out.truncate(len + token.len());
+        } else {
+            out.extend_from_slice(token);
+        }
+    }
+
+    /// Each token padded to [`TOKEN_COPY`] bytes (those longer, cut).
+    fn padded(&self) -> [[u8; TOKEN_COPY]; 256] {
+        let mut padded = [[0; TOKEN_COPY]; 256];
+        for (copy, token) in padded.iter_mut().zip(&self.0) {
+            let len = token.len().min(TOKEN_COPY);
+            copy[..len].copy_from_slice(&token[..len]);
+        }
+        padded
+    }
 }
 
 /// Longer than any token (the kernel's scripts/kallsyms makes them from
@@ -209,42 +240,59 @@ struct Names {
     kinds: Vec<u8>,
 }
 
+/// Names as they are decoded, checked as UTF-8 once at the end.
+#[derive(Default)]
+struct Decoded {
+    text: Vec<u8>,
+    ends: Vec<u32>,
+    kinds: Vec<u8>,
+}
+
 /// Bytes of `kallsyms_names` read at a time.
 const NAMES_WINDOW: usize = 64 << 10;
 
 impl Names {
     fn read<R: PhysRead + ?Sized>(
-        &mut self,
         memory: &KernelMemory<'_, R>,
         start: u64,
         num_syms: usize,
         long_lengths: bool,
         tokens: &Tokens,
-    ) -> Result<(), MapError> {
+    ) -> Result<Self, MapError> {
         let mut window = Window { memory, next: start, bytes: Vec::new(), at: 0 };
-        let mut decoded = Vec::new();
+        let mut names = Decoded::default();
+        let padded = tokens.padded();
+        let mut first = Vec::new();
         for _ in 0..num_syms {
             let where_ = window.position();
             let mut len = usize::from(window.take(1)?[0]);
             if long_lengths && len & 0x80 != 0 {
                 len = (len & 0x7f) | usize::from(window.take(1)?[0]) << 7;
             }
-            decoded.clear();
-            for &token in window.take(len)? {
-                decoded.extend_from_slice(&tokens.0[usize::from(token)]);
-            }
-            let Some((&kind, name)) = decoded.split_first() else {
+            let Some((&head, rest)) = window.take(len)?.split_first() else {
                 return Err(corrupt("kallsyms_names", where_, "a name of no tokens".into()));
             };
-            let name = std::str::from_utf8(name)
-                .map_err(|_| corrupt("kallsyms_names", where_, "a name that is not UTF-8".into()))?;
-            self.text.push_str(name);
-            self.kinds.push(kind);
-            let end = u32::try_from(self.text.len())
+            // The first character is the type, the rest the name.
+            first.clear();
+            tokens.append(&padded, head, &mut first);
+            let Some((&kind, name_start)) = first.split_first() else {
+                return Err(corrupt("kallsyms_names", where_, "a name that starts with an empty token".into()));
+            };
+            names.text.extend_from_slice(name_start);
+            for &token in rest {
+                tokens.append(&padded, token, &mut names.text);
+            }
+            names.kinds.push(kind);
+            let end = u32::try_from(names.text.len())
                 .map_err(|_| corrupt("kallsyms_names", where_, "over 4 GiB of names".into()))?;
-            self.ends.push(end);
+            names.ends.push(end);
         }
-        Ok(())
+        // Kernel symbols are ASCII: every end is a character boundary.
+        if !names.text.is_ascii() {
+            return Err(corrupt("kallsyms_names", start, "names that are not ASCII".into()));
+        }
+        let text = String::from_utf8(names.text).expect("ASCII");
+        Ok(Names { text, ends: names.ends, kinds: names.kinds })
     }
 
     fn name(&self, index: usize) -> &str {

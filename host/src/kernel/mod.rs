@@ -8,10 +8,12 @@
 
 pub mod btf;
 mod error;
+pub mod image;
 pub mod kallsyms;
 pub mod modules;
 pub mod object;
 
+use std::ops::Range;
 use std::sync::OnceLock;
 
 use vmdump_format::kdump::Utsname;
@@ -37,6 +39,7 @@ pub struct KernelView<'v> {
     symbols: OnceLock<Result<Kallsyms, MapError>>,
     types: OnceLock<Result<KernelTypes, MapError>>,
     modules: OnceLock<Result<Modules, MapError>>,
+    image: OnceLock<Result<Vec<Range<u64>>, MapError>>,
 }
 
 impl<'v> KernelView<'v> {
@@ -64,6 +67,7 @@ impl<'v> KernelView<'v> {
             symbols: OnceLock::new(),
             types: OnceLock::new(),
             modules: OnceLock::new(),
+            image: OnceLock::new(),
         }))
     }
 
@@ -162,9 +166,31 @@ impl<'v> KernelView<'v> {
     /// # Errors
     /// VMCOREINFO lacks what the level's bits need, or the sections are
     /// unreadable.
+    /// It keeps the kernel image in use ([`KernelView::image_pfns`]),
+    /// when the kernel's symbols give it.
     pub fn classifier(&self, level: DumpLevel) -> Result<PageClassifier<'_, dyn Input + 'v>, ClassifyError> {
         let sections = self.sections.as_ref().map_err(|why| ClassifyError::Sections(why.clone()))?;
-        PageClassifier::new(&self.memory, self.info, sections, level)
+        let classifier = PageClassifier::new(&self.memory, self.info, sections, level)?;
+        Ok(classifier.protecting(self.image_pfns().map(<[_]>::to_vec).unwrap_or_default()))
+    }
+
+    /// The pfns of the kernel image that the kernel still uses (`image`),
+    /// sorted, found on first use.
+    ///
+    /// # Errors
+    /// Why they cannot be found (no kallsyms: kernels before 6.0).
+    pub fn image_pfns(&self) -> Result<&[Range<u64>], &MapError> {
+        self.image
+            .get_or_init(|| {
+                let symbols = self.symbols().map_err(|e| MapError::Needs {
+                    table: "the kernel image",
+                    needs: "kallsyms",
+                    cause: e.to_string(),
+                })?;
+                image::in_use_pfns(&self.memory, symbols)
+            })
+            .as_ref()
+            .map(Vec::as_slice)
     }
 
     /// A reader of struct pages for one thread; `None` without sections.
