@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use support::dumps::{
-    Fixture, REPORT_CATEGORIES, drgn_compare, dump_counts, fixture_72, libkdumpfile_compare,
-    makedumpfile_rearrange, report_value,
+    Fixture, REPORT_CATEGORIES, drgn_compare, dump_counts, edited_vmcoreinfo, fixture_72,
+    libkdumpfile_compare, makedumpfile_rearrange, report_value,
 };
 use support::synthetic::{OsArg, expect_failure};
 use support::temp_dir;
@@ -191,19 +191,6 @@ fn the_kernel_log_of_7_2_is_upstreams_from_the_elf_and_from_a_dump() {
     }
 }
 
-/// The fixture with one key of its VMCOREINFO note renamed, in a copy.
-fn without_key(fixture: &Fixture, dir: &Path, key: &[u8], renamed: &[u8]) -> PathBuf {
-    assert_eq!(key.len(), renamed.len());
-    let copy = dir.join("vmcore-without-key");
-    std::fs::copy(&fixture.elf, &copy).unwrap();
-    let mut bytes = std::fs::read(&copy).unwrap();
-    let head = &mut bytes[..1 << 16];
-    let at = head.windows(key.len()).position(|w| w == key).expect("the key is in the note");
-    head[at..at + key.len()].copy_from_slice(renamed);
-    std::fs::write(&copy, &bytes).unwrap();
-    copy
-}
-
 /// Without the key that tells tail pages (7.1's `OFFSET(page.compound_info)`,
 /// renamed away), bits 2, 4 and 8 cannot be honoured. Both distribution
 /// command lines still write a dump: at level 17 (zero and free pages
@@ -216,7 +203,8 @@ fn a_key_missing_lowers_the_level_through_makedumpfile_and_stops_vmdump_dump() {
     let Some(fixture) = fixture_72() else { return };
     let dir = temp_dir("k72-missing-key");
     let bin = as_makedumpfile(&dir);
-    let vmcore = without_key(&fixture, &dir, b"OFFSET(page.compound_info)=", b"OFFSET(page.compound_xxxx)=");
+    let vmcore =
+        edited_vmcoreinfo(&fixture, &dir, b"OFFSET(page.compound_info)=", b"OFFSET(page.compound_xxxx)=");
     let ram = upstream_dump(&fixture, 1, "lzo").1;
     let free = fixture.expected_count(31, "Free pages");
     for (form, (out, result)) in [

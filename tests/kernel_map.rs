@@ -10,9 +10,9 @@ mod support;
 
 use std::process::Command;
 
-use support::dumps::{all_fixtures, drgn_python, vmdump};
+use support::dumps::{all_fixtures, drgn_python, edited_vmcoreinfo, vmdump, vmdump_ok};
 use support::workspace_root;
-use vmdump::input::Vmcore;
+use vmdump::input::{Input, Vmcore};
 use vmdump::kernel::KernelView;
 use vmdump::kernel::kallsyms::AddressEncoding;
 
@@ -212,5 +212,132 @@ fn every_module_is_where_its_own_symbols_say() {
             names.len(),
             modules.iter().map(|m| m.symbols().count()).sum::<usize>()
         );
+    }
+}
+
+/// The classification's counts beside the kernel's own counters on every
+/// real vmcore: they agree (the report says so), within the bound the
+/// per-CPU deltas allow; the figures are printed.
+#[test]
+fn the_self_check_agrees_on_every_real_vmcore() {
+    let Some(fixtures) = all_fixtures() else { return };
+    let dir = support::temp_dir("self-check");
+    for f in &fixtures {
+        let out = dir.join(format!("{}.kdump", f.name));
+        let report = vmdump_ok([
+            "dump".as_ref(),
+            "--no-progress".as_ref(),
+            "-d".as_ref(),
+            "31".as_ref(),
+            f.elf.as_os_str(),
+            out.as_os_str(),
+        ]);
+        let line = report
+            .lines()
+            .find(|l| l.starts_with("Self-check"))
+            .unwrap_or_else(|| panic!("{}: {report}", f.name));
+        assert!(line.contains(": agree (within"), "{}: {line}", f.name);
+        assert!(!report.contains("warning"), "{}: {report}", f.name);
+        for counter in ["NR_FREE_PAGES", "NR_FILE_PAGES", "NR_ANON_MAPPED"] {
+            assert!(line.contains(counter), "{}: {line}", f.name);
+        }
+        eprintln!("{}: {line}", f.name);
+    }
+}
+
+/// The self-check warns when the classification is broken: vmcore-SK with
+/// its buddy page type changed in VMCOREINFO (-129 to -130) finds no free
+/// pages, while the kernel counts 44,327; the warning names the class
+/// and the counter, the report says they differ, and the dump is written.
+#[test]
+fn the_self_check_warns_when_the_classification_is_broken_on_purpose() {
+    let Some(fixtures) = all_fixtures() else { return };
+    let f = fixtures.iter().find(|f| f.name == "vmcore-SK").unwrap();
+    let dir = support::temp_dir("self-check-broken");
+    let vmcore = edited_vmcoreinfo(
+        f,
+        &dir,
+        b"NUMBER(PAGE_BUDDY_MAPCOUNT_VALUE)=-129",
+        b"NUMBER(PAGE_BUDDY_MAPCOUNT_VALUE)=-130",
+    );
+    let out = dir.join("broken.kdump");
+    let report = vmdump_ok([
+        "dump".as_ref(),
+        "--no-progress".as_ref(),
+        "-d".as_ref(),
+        "31".as_ref(),
+        vmcore.as_os_str(),
+        out.as_os_str(),
+    ]);
+    let warning = report
+        .lines()
+        .find(|l| l.starts_with("vmdump: warning: the classification"))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        warning.contains("left out 0 pages as free pages, the kernel's own NR_FREE_PAGES counts 44327"),
+        "{warning}"
+    );
+    assert!(report.lines().any(|l| l.starts_with("Self-check") && l.contains("DIFFER")), "{report}");
+    assert_eq!(
+        report.matches("vmdump: warning: the classification").count(),
+        1,
+        "only free pages are off: {report}"
+    );
+}
+
+/// Pages of the kernel image in use are kept whatever their struct pages
+/// say: in a copy of vmcore-SK, 16 pages of bss and 16 freed init pages
+/// get PG_lru (as 6.6's bss did, makedumpfile issue #21), which makes
+/// them page cache to the classification. At -d 31 the bss pages are in
+/// the dump and counted as kept; the init pages, which the kernel freed,
+/// are left out.
+#[test]
+fn kernel_image_pages_in_use_are_kept_even_with_pg_lru() {
+    use std::os::unix::fs::FileExt;
+    let Some(fixtures) = all_fixtures() else { return };
+    let f = fixtures.iter().find(|f| f.name == "vmcore-SK").unwrap();
+    let dir = support::temp_dir("image-pages");
+    let copy = dir.join("vmcore-SK-lru");
+    std::fs::copy(&f.elf, &copy).unwrap();
+    let (bss, init) = {
+        let vmcore = Vmcore::open(&copy).unwrap();
+        let kernel = KernelView::open(&vmcore).unwrap().unwrap();
+        let symbols = kernel.symbols().unwrap();
+        let memory = kernel.memory();
+        let pfn_of = |name: &str, page: u64| {
+            memory.translate(symbols.address_of(name).unwrap() + page * 4096).unwrap() / 4096
+        };
+        let bss: Vec<u64> = (0..16).map(|i| pfn_of("__bss_start", i)).collect();
+        let init: Vec<u64> = (0..16).map(|i| pfn_of("__init_begin", i)).collect();
+        // Set PG_lru in each one's struct page, in the file.
+        let lru = 1u64 << kernel.info().number("PG_lru").unwrap();
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(&copy).unwrap();
+        for &pfn in bss.iter().chain(&init) {
+            let struct_page = kernel.sections().unwrap().mem_map_of(pfn).unwrap();
+            let paddr = memory.translate(struct_page).unwrap() + kernel.info().offset("page.flags").unwrap();
+            let at = vmcore.phys().locate(paddr / 4096).unwrap().file_offset + paddr % 4096;
+            let mut flags = [0u8; 8];
+            file.read_exact_at(&mut flags, at).unwrap();
+            file.write_all_at(&(u64::from_le_bytes(flags) | lru).to_le_bytes(), at).unwrap();
+        }
+        (bss, init)
+    };
+    let out = dir.join("lru.kdump");
+    let report = vmdump_ok([
+        "dump".as_ref(),
+        "--no-progress".as_ref(),
+        "-d".as_ref(),
+        "31".as_ref(),
+        copy.as_os_str(),
+        out.as_os_str(),
+    ]);
+    let kept = report.lines().find(|l| l.starts_with("Kernel image")).unwrap_or_else(|| panic!("{report}"));
+    assert!(kept.contains(": 16 pages in use kept"), "{kept}");
+    let reader = vmdump_format::kdump::KdumpReader::open(std::fs::File::open(&out).unwrap()).unwrap();
+    for pfn in bss {
+        assert!(reader.is_dumpable(pfn).unwrap(), "bss pfn {pfn:#x} is in the dump");
+    }
+    for pfn in init {
+        assert!(!reader.is_dumpable(pfn).unwrap(), "freed init pfn {pfn:#x} is left out as page cache");
     }
 }

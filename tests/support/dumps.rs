@@ -415,3 +415,18 @@ where
     let out = makedumpfile(&args);
     assert!(out.status.success(), "makedumpfile failed: {}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A copy of `fixture` in `dir` whose VMCOREINFO note has `text` replaced
+/// by `replaced` (of the same length: the note keeps its size), e.g. a key
+/// renamed away or a value changed.
+pub fn edited_vmcoreinfo(fixture: &Fixture, dir: &Path, text: &[u8], replaced: &[u8]) -> PathBuf {
+    assert_eq!(text.len(), replaced.len());
+    let copy = dir.join(format!("{}-edited", fixture.name));
+    std::fs::copy(&fixture.elf, &copy).unwrap();
+    let mut bytes = std::fs::read(&copy).unwrap();
+    let head = &mut bytes[..1 << 16];
+    let at = head.windows(text.len()).position(|w| w == text).expect("the text is in the note");
+    head[at..at + text.len()].copy_from_slice(replaced);
+    std::fs::write(&copy, &bytes).unwrap();
+    copy
+}

@@ -242,7 +242,8 @@ impl Btf {
             self.records.push(at as u32);
             at += len;
         }
-        let names: Vec<&str> = (0..self.records.len() as u32).map(|i| self.name_of(self.first_id + i)).collect();
+        let names: Vec<&str> =
+            (0..self.records.len() as u32).map(|i| self.name_of(self.first_id + i)).collect();
         let index = NameIndex::new(names.into_iter());
         self.by_name = index;
         Ok(())

@@ -40,7 +40,8 @@ mod tests {
     fn finds_every_entry_of_a_name_in_order() {
         let names = ["b", "a", "b", "c"];
         let index = NameIndex::new(names.iter().copied());
-        let found = |n: &str| -> Vec<u32> { index.candidates(n).filter(|&i| names[i as usize] == n).collect() };
+        let found =
+            |n: &str| -> Vec<u32> { index.candidates(n).filter(|&i| names[i as usize] == n).collect() };
         assert_eq!(found("b"), [0, 2]);
         assert_eq!(found("a"), [1]);
         assert_eq!(found("d"), Vec::<u32>::new());

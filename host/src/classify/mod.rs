@@ -311,7 +311,8 @@ impl<'m, R: PhysRead + ?Sized> PageClassifier<'m, R> {
         self.previous_end = window.end;
         // The scan borrows the classifier: the ranges are lent to the marker.
         let protected = std::mem::take(&mut self.protected);
-        let mut out = scan::Marker { window: window.clone(), is_ram, excluded, counts, protected: &protected };
+        let mut out =
+            scan::Marker { window: window.clone(), is_ram, excluded, counts, protected: &protected };
         let mut pfn = window.start;
         if let Some(p) = self.pending.take() {
             out.exclude(p.pfns.start.max(window.start)..p.pfns.end, p.class);

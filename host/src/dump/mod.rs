@@ -13,6 +13,7 @@ mod elf;
 mod lost;
 mod pipeline;
 mod report;
+pub mod self_check;
 mod slot;
 mod split;
 

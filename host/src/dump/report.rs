@@ -8,6 +8,7 @@ use crate::exclude::Counts;
 use crate::plan::Plan;
 
 use super::LostPages;
+use super::self_check::{self, CounterCheck};
 
 /// The counts of one dump.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +48,9 @@ pub struct DumpReport {
     /// Pages that could not be read from the input: recorded as lost, the
     /// file flagged incomplete.
     pub lost: LostPages,
+    /// The classification's counts beside the kernel's counters, or why
+    /// they could not be read.
+    pub self_check: Result<Vec<CounterCheck>, String>,
 }
 
 impl DumpReport {
@@ -77,6 +81,10 @@ impl DumpReport {
             plugin_failure: plan.codec().and_then(Codec::failure).map(|e| e.to_string()),
             mmap_fallback: None,
             lost: LostPages::default(),
+            self_check: match plan.exclusion().kernel() {
+                Some(kernel) => self_check::check(kernel, plan.level(), &excluded.classes),
+                None => Ok(Vec::new()),
+            },
         }
     }
 
@@ -182,14 +190,23 @@ impl DumpReport {
     /// be read (printed as warnings whatever the message level).
     pub fn warnings(&self) -> Vec<String> {
         let x = &self.excluded;
-        let Some((pfn, vaddr)) = x.first_unclassified.filter(|_| x.unclassified > 0) else {
-            return Vec::new();
-        };
-        vec![format!(
-            "{} pages were kept whatever dump level {} says: their struct pages could not be read (the first, \
-             of pfn {pfn:#x}, at {vaddr:#x}: the dump lacks the memory that holds them)",
-            x.unclassified, self.dump_level
-        )]
+        let mut warnings = Vec::new();
+        if let Some((pfn, vaddr)) = x.first_unclassified.filter(|_| x.unclassified > 0) {
+            warnings.push(format!(
+                "{} pages were kept whatever dump level {} says: their struct pages could not be read (the \
+                 first, of pfn {pfn:#x}, at {vaddr:#x}: the dump lacks the memory that holds them)",
+                x.unclassified, self.dump_level
+            ));
+        }
+        for c in self.self_check.iter().flatten().filter(|c| c.differs()) {
+            warnings.push(format!(
+                "the classification left out {} pages as {}, the kernel's own {} counts {}: further apart than \
+                 the {} its per-CPU deltas can account for. A kernel change vmdump does not know may have broken \
+                 the classification of {}: check the dump before relying on what it left out",
+                c.ours, c.class, c.counter, c.kernel, c.bound, c.class
+            ));
+        }
+        warnings
     }
 
     /// vmdump's own lines after the report: compression and any degradation.
@@ -217,6 +234,29 @@ impl DumpReport {
             let _ = writeln!(
                 t,
                 "WARNING: filter {name} failed ({why}); it was disabled and its pages kept. The dump is complete."
+            );
+        }
+        match &self.self_check {
+            Ok(checks) if !checks.is_empty() => {
+                let each: Vec<String> = checks
+                    .iter()
+                    .map(|c| format!("{} {} ({} {})", c.class, c.ours, c.counter, c.kernel))
+                    .collect();
+                let verdict = if checks.iter().any(CounterCheck::differs) { "DIFFER" } else { "agree" };
+                let bound = checks[0].bound;
+                let _ =
+                    writeln!(t, "Self-check      : {}: {verdict} (within {bound} pages)", each.join(", "));
+            }
+            Ok(_) => {}
+            Err(why) => {
+                let _ = writeln!(t, "Self-check      : not made: {why}");
+            }
+        }
+        if self.excluded.image_kept > 0 {
+            let _ = writeln!(
+                t,
+                "Kernel image    : {} pages in use kept, which their struct pages would have left out",
+                self.excluded.image_kept
             );
         }
         if let Some(seconds) = self.classify_seconds {

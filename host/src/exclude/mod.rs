@@ -172,6 +172,11 @@ impl<'a> Exclusion<'a> {
         self.level
     }
 
+    /// The kernel whose struct pages are classified, if any.
+    pub fn kernel(&self) -> Option<&'a KernelView<'a>> {
+        self.kernel
+    }
+
     /// The filter plugins.
     pub fn plugins(&self) -> &FilterSet {
         &self.plugins

@@ -15,8 +15,12 @@ use crate::xlat::{KernelMemory, PhysRead};
 
 /// The parts of the image in use, each from its first symbol to its last
 /// (exclusive), and the part of bss the kernel frees.
-const PARTS: [(&str, &str); 4] =
-    [("_text", "_etext"), ("__start_rodata", "__end_rodata"), ("_sdata", "_edata"), ("__bss_start", "__bss_stop")];
+const PARTS: [(&str, &str); 4] = [
+    ("_text", "_etext"),
+    ("__start_rodata", "__end_rodata"),
+    ("_sdata", "_edata"),
+    ("__bss_start", "__bss_stop"),
+];
 const FREED_BSS: (&str, &str) = ("__start_bss_decrypted_unused", "__end_bss_decrypted");
 
 /// Pfn ranges of the image in use, sorted and merged.
@@ -39,7 +43,11 @@ pub fn in_use_pfns<R: PhysRead + ?Sized>(
         let mut vaddr = start / page * page;
         while vaddr < end {
             if !freed.contains(&vaddr) {
-                let paddr = memory.translate(vaddr).map_err(super::error::read_error("the kernel image", first, vaddr))?;
+                let paddr = memory.translate(vaddr).map_err(super::error::read_error(
+                    "the kernel image",
+                    first,
+                    vaddr,
+                ))?;
                 push_pfn(&mut pfns, paddr / page);
             }
             vaddr += page;

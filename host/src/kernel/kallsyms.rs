@@ -276,7 +276,11 @@ impl Names {
             first.clear();
             tokens.append(&padded, head, &mut first);
             let Some((&kind, name_start)) = first.split_first() else {
-                return Err(corrupt("kallsyms_names", where_, "a name that starts with an empty token".into()));
+                return Err(corrupt(
+                    "kallsyms_names",
+                    where_,
+                    "a name that starts with an empty token".into(),
+                ));
             };
             names.text.extend_from_slice(name_start);
             for &token in rest {

@@ -7,6 +7,7 @@
 //! is read on first use (docs/kernel-map.md).
 
 pub mod btf;
+pub mod counters;
 mod error;
 pub mod image;
 pub mod kallsyms;
