@@ -23,4 +23,5 @@ pub mod pool;
 pub mod profile;
 pub mod progress;
 pub mod read;
+pub mod triage;
 pub mod xlat;

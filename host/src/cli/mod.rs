@@ -13,6 +13,7 @@ pub(crate) mod reassemble;
 mod split;
 mod symbols;
 mod synth;
+pub mod triage;
 mod verify;
 
 use std::path::PathBuf;
@@ -57,6 +58,8 @@ pub enum Command {
     Dmesg(dmesg::DmesgArgs),
     /// The dumped kernel's symbols and types, read from the dump (kallsyms, BTF).
     Symbols(symbols::SymbolsArgs),
+    /// What crashed: kernel, panic, CPU and task, stack, taint, from a vmcore or a dump.
+    Triage(triage::TriageArgs),
     /// makedumpfile's command line (also: run vmdump under the name `makedumpfile`).
     #[command(disable_help_flag = true)]
     Makedumpfile {
@@ -91,6 +94,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Synth(args) => synth::run(&args).map(|()| Outcome::Success),
         Command::Makedumpfile { args } => compat::run(&args, &cli.plugin_dirs),
         Command::Dmesg(args) => dmesg::run(&args, &cli.plugin_dirs).map(|()| Outcome::Success),
+        Command::Triage(args) => {
+            triage::run(&args, &cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success)
+        }
         Command::Symbols(args) => {
             symbols::run(&args, &cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success)
         }
