@@ -111,3 +111,33 @@ fn a_kernel_that_did_not_panic_gets_a_triage_that_says_so() {
     );
     assert!(text.contains("kernel:      6.1.0-57-amd64\n"), "{text}");
 }
+
+/// In makedumpfile mode, a profile with `[triage] beside_dump = true`
+/// writes `DUMPFILE.triage.json` (mode 0600) beside the dump: the same
+/// triage as `vmdump triage --json`.
+#[test]
+fn the_capture_kernel_writes_the_triage_beside_the_dump() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(fixtures) = all_fixtures() else { return };
+    let f = fixtures.iter().find(|f| f.name == "vmcore-SK72").unwrap();
+    let dir = support::temp_dir("triage-beside");
+    let profile = dir.join("triage.toml");
+    std::fs::write(&profile, "[triage]\nbeside_dump = true\n").unwrap();
+    let dump = dir.join("vmcore");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vmdump"))
+        .args(["makedumpfile", "-l", "--message-level", "7", "-d", "31"])
+        .arg(&f.elf)
+        .arg(&dump)
+        .env("VMDUMP_PROFILE", &profile)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let beside = dir.join("vmcore.triage.json");
+    assert_eq!(std::fs::metadata(&beside).unwrap().permissions().mode() & 0o777, 0o600);
+    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(&beside).unwrap()).unwrap();
+    let direct = support::dumps::vmdump(["triage".as_ref(), "--json".as_ref(), f.elf.as_os_str()]);
+    let direct: serde_json::Value = serde_json::from_slice(&direct.stdout).unwrap();
+    assert_eq!(written, direct);
+    assert_eq!(written["panic"], "sysrq triggered crash");
+    assert!(dump.exists());
+}

@@ -329,6 +329,48 @@ def judge_kernel_map(j, args, out):
             d.stderr.strip()[-300:] or f"{len(drgn)} against {len(mine)}")
 
 
+def judge_triage(j, args, out, serial):
+    """vmdump triage of the saved vmcore against what the crashed kernel
+    printed on its console as it panicked: the panic message, the CPU, pid
+    and comm of its "CPU: ... PID: ... Comm:" line, and every frame of its
+    call trace from the sysrq handler on, in order, with the same offsets.
+    And the self-check of a -d 31 dump agrees with the kernel's counters."""
+    console = [text.decode(errors="replace") for _, text in first_kernel_console_lines(serial.read_bytes())]
+    p = subprocess.run([args.vmdump, "triage", "--json", out / "vmcore"], capture_output=True, text=True)
+    t = json.loads(p.stdout) if p.returncode == 0 else {}
+    at = next((i for i, line in enumerate(console) if line.startswith("Kernel panic - not syncing")), None)
+    j.check(at is not None and t.get("panic") == "sysrq triggered crash",
+            "triage: the panic is \"sysrq triggered crash\", as the console says", p.stderr.strip() or str(t.get("panic")))
+    if at is None or not t:
+        return
+    who = re.search(r"CPU: (\d+) .*PID: (\d+) Comm: (\S+)", console[at + 1] if at + 1 < len(console) else "")
+    task = t.get("task") or {}
+    mine = (t.get("cpu"), task.get("pid"), task.get("comm"))
+    j.check(who is not None and mine == (int(who[1]), int(who[2]), who[3]),
+            f"triage: CPU {mine[0]}, pid {mine[1]} ({mine[2]}), as the console's panic line says",
+            console[at + 1] if at + 1 < len(console) else "no line after the panic")
+    trace = []
+    for line in console[at:]:
+        frame = line.strip().removeprefix("? ")
+        if trace or frame.startswith("sysrq_handle_crash+"):
+            if frame.startswith("RIP:") or frame.startswith("</TASK>") or frame.startswith("---[ end"):
+                break
+            trace.append(frame)
+    ours = iter([f.get("symbol") for f in t.get("stack", [])])
+    missing = [frame for frame in trace if not any(o == frame for o in ours)]
+    j.check(len(trace) >= 5 and not missing,
+            f"triage: the stack holds the console's {len(trace)} frames from sysrq_handle_crash on, in order "
+            f"({t.get('stack_method')})", f"missing {missing[:3]}; trace {trace[:4]}")
+    dump = out / "vmdump.self-check.kdump"
+    p = subprocess.run([args.vmdump, "dump", "--no-progress", "-f", "-d", "31", out / "vmcore", dump],
+                       capture_output=True, text=True)
+    check = next((line for line in p.stderr.splitlines() if line.startswith("Self-check")), "")
+    j.check(p.returncode == 0 and ": agree (within" in check and "warning" not in p.stderr,
+            f"the self-check agrees with the kernel's counters: {check.removeprefix('Self-check      : ')}",
+            p.stderr.strip()[-400:])
+    dump.unlink(missing_ok=True)
+
+
 def summary(out, read):
     print(f"\n{'run':<26} {'wall s':>7} {'user s':>7} {'sys s':>6} {'peak RSS':>10} "
           f"{'output bytes':>13} {'pages':>7} {'zero':>6}")
@@ -382,6 +424,7 @@ def main():
     j.guard("levels", judge_levels, j, args, out, vmcore_ram_pfns(out / "vmcore"))
     dmesg_equal = j.guard("--dump-dmesg", judge_dmesg, j, args, out, args.serial)
     j.guard("the kernel's map", judge_kernel_map, j, args, out)
+    j.guard("triage", judge_triage, j, args, out, args.serial)
     summary(out, read)
     if args.summary:
         args.summary.write_text(json.dumps(figures(args, out, release, read, dmesg_equal, j.failed)) + "\n")

@@ -38,6 +38,18 @@ pub struct Profile {
     /// compression options in makedumpfile mode.
     #[serde(default)]
     pub makedumpfile: CompatSection,
+    /// `[triage]`: the triage report in the capture kernel.
+    #[serde(default)]
+    pub triage: TriageSection,
+}
+
+/// `[triage]`: in makedumpfile mode, the triage report (`vmdump triage
+/// --json`) written beside the dump, before it: `DUMPFILE.triage.json`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TriageSection {
+    /// Write it (off by default).
+    pub beside_dump: bool,
 }
 
 /// `[makedumpfile]`: a compressor spec (`NAME[:LEVEL]`) for each of

@@ -341,6 +341,9 @@ fn dump_at_levels(
         super::convert::convert_with(&args, &dump.apply_to(base.clone())?, plugin_dirs)
     };
     let retry = dump.output != Path::new("-");
+    if base.triage.beside_dump {
+        write_triage(&dump, plugin_dirs);
+    }
     for (i, level) in levels.iter().enumerate() {
         dump.dump_level = Some(*level);
         let outcome = convert(&dump)?;
@@ -351,6 +354,27 @@ fn dump_at_levels(
         dump.force = true;
     }
     unreachable!("levels has at least one level")
+}
+
+/// The triage of the dump's input, as `DUMPFILE.triage.json`, before the
+/// dump: a few kilobytes that reach the fleet first. A triage that cannot
+/// be written is a warning, never a lost dump; a dump to stdout (`-F`) has
+/// no file to put it beside.
+fn write_triage(dump: &DumpArgs, plugin_dirs: &[PathBuf]) {
+    if dump.output == Path::new("-") {
+        eprintln!(
+            "vmdump: warning: [triage] beside_dump: the dump goes to stdout, so no triage file is written"
+        );
+        return;
+    }
+    let mut path = dump.output.clone().into_os_string();
+    path.push(".triage.json");
+    let written = super::triage::triage_of(&dump.input, &[], plugin_dirs)
+        .and_then(|t| Ok(serde_json::to_string_pretty(&t)? + "\n"))
+        .and_then(|json| super::dump::write_whole_file(Path::new(&path), json.as_bytes()));
+    if let Err(e) = written {
+        eprintln!("vmdump: warning: the triage beside the dump was not written: {e:#}");
+    }
 }
 
 /// `-h`: the usage forms and every option vmdump takes.
