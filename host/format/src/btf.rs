@@ -11,7 +11,7 @@
 //! order; 0 is `void`. A module's BTF is split: its ids and name offsets
 //! continue those of the kernel's BTF it was built against.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::FormatError;
 use crate::elf::Endian;
@@ -144,8 +144,8 @@ pub struct Btf {
     strings: (usize, usize),
     /// Name offsets below it are in the base's strings.
     first_string: u32,
-    /// Record indexes by name.
-    by_name: NameIndex,
+    /// Record indexes by name, built on the first lookup by name.
+    by_name: OnceLock<NameIndex>,
     /// The kernel's BTF, which a module's refers to.
     base: Option<Arc<Btf>>,
 }
@@ -212,7 +212,7 @@ impl Btf {
             first_id,
             strings,
             first_string,
-            by_name: NameIndex::default(),
+            by_name: OnceLock::new(),
             base,
             bytes,
         };
@@ -220,8 +220,7 @@ impl Btf {
         Ok(btf)
     }
 
-    /// Finds every record's start, checks its kind and name, and sorts the
-    /// named ones.
+    /// Finds every record's start, and checks its kind and name.
     fn index_records(&mut self, (start, end): (usize, usize)) -> Result<(), FormatError> {
         let mut at = start;
         while at < end {
@@ -242,10 +241,6 @@ impl Btf {
             self.records.push(at as u32);
             at += len;
         }
-        let names: Vec<&str> =
-            (0..self.records.len() as u32).map(|i| self.name_of(self.first_id + i)).collect();
-        let index = NameIndex::new(names.into_iter());
-        self.by_name = index;
         Ok(())
     }
 
@@ -288,8 +283,10 @@ impl Btf {
     /// The named types called `name`, of any kind, in id order (this
     /// blob's own: a module's does not search the kernel's).
     pub fn named(&self, name: &str) -> impl Iterator<Item = Type<'_>> {
-        let mut ids: Vec<u32> = self
-            .by_name
+        let index = self.by_name.get_or_init(|| {
+            NameIndex::new((0..self.records.len() as u32).map(|i| self.name_of(self.first_id + i)))
+        });
+        let mut ids: Vec<u32> = index
             .candidates(name)
             .map(|i| self.first_id + i)
             .filter(|&id| !name.is_empty() && self.name_of(id) == name)
