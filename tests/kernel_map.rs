@@ -10,11 +10,21 @@ mod support;
 
 use std::process::Command;
 
-use support::dumps::{all_fixtures, drgn_python, edited_vmcoreinfo, vmdump, vmdump_ok};
+use support::dumps::{Fixture, all_fixtures, drgn_python, edited_vmcoreinfo, vmdump, vmdump_ok};
 use support::workspace_root;
 use vmdump::input::{Input, Vmcore};
 use vmdump::kernel::KernelView;
 use vmdump::kernel::kallsyms::AddressEncoding;
+
+/// Runs `check` on the kernel of each fixture.
+fn for_each_kernel(check: impl Fn(&Fixture, &KernelView<'_>)) {
+    let Some(fixtures) = all_fixtures() else { return };
+    for f in &fixtures {
+        let vmcore = Vmcore::open(&f.elf).unwrap();
+        let kernel = KernelView::open(&vmcore).unwrap().unwrap();
+        check(f, &kernel);
+    }
+}
 
 /// drgn's symbols of `dump`: address, binding, kind, name.
 fn drgn_symbols(dump: &std::path::Path) -> String {
@@ -83,10 +93,7 @@ fn every_symbol_equals_drgns() {
 
 #[test]
 fn addresses_are_read_the_way_each_kernel_writes_them() {
-    let Some(fixtures) = all_fixtures() else { return };
-    for f in &fixtures {
-        let vmcore = Vmcore::open(&f.elf).unwrap();
-        let kernel = KernelView::open(&vmcore).unwrap().unwrap();
+    for_each_kernel(|f, kernel| {
         let symbols = kernel.symbols().unwrap();
         let expected = match f.name {
             // x86_64 SMP before 6.15: per-CPU symbols at their offsets
@@ -120,15 +127,12 @@ fn addresses_are_read_the_way_each_kernel_writes_them() {
         let crash = symbols.lookup("sysrq_handle_crash").unwrap();
         let (inside, offset) = symbols.containing(crash.address + 3).unwrap();
         assert_eq!((inside.name, offset), ("sysrq_handle_crash", 3), "{}", f.name);
-    }
+    });
 }
 
 #[test]
 fn btf_agrees_with_every_vmcoreinfo_offset_size_and_length() {
-    let Some(fixtures) = all_fixtures() else { return };
-    for f in &fixtures {
-        let vmcore = Vmcore::open(&f.elf).unwrap();
-        let kernel = KernelView::open(&vmcore).unwrap().unwrap();
+    for_each_kernel(|f, kernel| {
         let types = kernel.types().unwrap();
         let btf = types.vmlinux();
         let (mut offsets, mut sizes, mut lengths) = (0, 0, 0);
@@ -175,7 +179,7 @@ fn btf_agrees_with_every_vmcoreinfo_offset_size_and_length() {
             f.name,
             btf.len()
         );
-    }
+    });
 }
 
 /// Each module found by walking the list `modules` with BTF's layout of
@@ -184,10 +188,7 @@ fn btf_agrees_with_every_vmcoreinfo_offset_size_and_length() {
 /// copy, parses split on the kernel's and names types of both.
 #[test]
 fn every_module_is_where_its_own_symbols_say() {
-    let Some(fixtures) = all_fixtures() else { return };
-    for f in &fixtures {
-        let vmcore = Vmcore::open(&f.elf).unwrap();
-        let kernel = KernelView::open(&vmcore).unwrap().unwrap();
+    for_each_kernel(|f, kernel| {
         let modules = kernel.modules().unwrap();
         let names: Vec<&str> = modules.iter().map(|m| m.name.as_str()).collect();
         assert!(names.contains(&"ext4") && names.contains(&"jbd2"), "{}: modules {names:?}", f.name);
@@ -212,7 +213,7 @@ fn every_module_is_where_its_own_symbols_say() {
             names.len(),
             modules.iter().map(|m| m.symbols().count()).sum::<usize>()
         );
-    }
+    });
 }
 
 /// The classification's counts beside the kernel's own counters on every

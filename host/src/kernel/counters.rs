@@ -4,7 +4,7 @@
 //! enum indexes from VMCOREINFO or BTF.
 
 use super::KernelView;
-use super::error::MapError;
+use super::error::{MapError, needing};
 
 /// Most a CPU's delta of one counter of one zone or node holds before
 /// the kernel folds it into the global counter (mm/vmstat.c's
@@ -33,13 +33,8 @@ impl KernelCounters {
     /// No symbols or BTF, a counter or an index they do not give, a read
     /// that fails.
     pub fn read(kernel: &KernelView<'_>) -> Result<Self, MapError> {
-        let needs = |needs, e: &MapError| MapError::Needs {
-            table: "the kernel's counters",
-            needs,
-            cause: e.to_string(),
-        };
-        let symbols = kernel.symbols().map_err(|e| needs("kallsyms", e))?;
-        let types = kernel.types().map_err(|e| needs("BTF", e))?;
+        let symbols = kernel.symbols().map_err(needing("the kernel's counters", "kallsyms"))?;
+        let types = kernel.types().map_err(needing("the kernel's counters", "BTF"))?;
         let index = |name: &str| match kernel.info().number(name) {
             Some(n) => Ok(n),
             None => types.enumerator(name),

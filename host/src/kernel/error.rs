@@ -84,3 +84,8 @@ pub(crate) fn read_error(
 ) -> impl FnOnce(XlatError) -> MapError {
     move |cause| MapError::Read { table, what, vaddr, cause: Box::new(cause) }
 }
+
+/// The error of `table`, which needs `needs`, when that could not be read.
+pub(crate) fn needing(table: &'static str, needs: &'static str) -> impl FnOnce(&MapError) -> MapError {
+    move |e| MapError::Needs { table, needs, cause: e.to_string() }
+}

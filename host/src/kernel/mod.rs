@@ -27,6 +27,7 @@ use crate::xlat::{Arch, KernelMemory, PhysRead, SectionTable, XlatError};
 
 pub use btf::KernelTypes;
 pub use error::MapError;
+use error::needing;
 pub use kallsyms::{Kallsyms, Symbol};
 pub use modules::{Module, Modules};
 pub use object::Object;
@@ -98,11 +99,7 @@ impl<'v> KernelView<'v> {
     pub fn types(&self) -> Result<&KernelTypes, &MapError> {
         self.types
             .get_or_init(|| {
-                let symbols = self.symbols().map_err(|e| MapError::Needs {
-                    table: "BTF",
-                    needs: "kallsyms",
-                    cause: e.to_string(),
-                })?;
+                let symbols = self.symbols().map_err(needing("BTF", "kallsyms"))?;
                 KernelTypes::read(&self.memory, symbols)
             })
             .as_ref()
@@ -115,10 +112,8 @@ impl<'v> KernelView<'v> {
     pub fn modules(&self) -> Result<&Modules, &MapError> {
         self.modules
             .get_or_init(|| {
-                let needs =
-                    |needs, e: &MapError| MapError::Needs { table: "modules", needs, cause: e.to_string() };
-                let symbols = self.symbols().map_err(|e| needs("kallsyms", e))?;
-                let types = self.types().map_err(|e| needs("BTF", e))?;
+                let symbols = self.symbols().map_err(needing("modules", "kallsyms"))?;
+                let types = self.types().map_err(needing("modules", "BTF"))?;
                 Modules::read(&self.memory, symbols, types)
             })
             .as_ref()
@@ -129,11 +124,7 @@ impl<'v> KernelView<'v> {
     /// # Errors
     /// No BTF, no such type, or a failed read.
     pub fn object(&self, type_name: &str, vaddr: u64) -> Result<Object<'_>, MapError> {
-        let types = self.types().map_err(|e| MapError::Needs {
-            table: "kernel structures",
-            needs: "BTF",
-            cause: e.to_string(),
-        })?;
+        let types = self.types().map_err(needing("kernel structures", "BTF"))?;
         Object::read(&self.memory, types.vmlinux(), type_name, vaddr)
     }
 
@@ -183,11 +174,7 @@ impl<'v> KernelView<'v> {
     pub fn image_pfns(&self) -> Result<&[Range<u64>], &MapError> {
         self.image
             .get_or_init(|| {
-                let symbols = self.symbols().map_err(|e| MapError::Needs {
-                    table: "the kernel image",
-                    needs: "kallsyms",
-                    cause: e.to_string(),
-                })?;
+                let symbols = self.symbols().map_err(needing("the kernel image", "kallsyms"))?;
                 image::in_use_pfns(&self.memory, symbols)
             })
             .as_ref()
