@@ -11,7 +11,8 @@
 #      ELF, the files hold the same pfns as makedumpfile's, the reports'
 #      counts are equal, the attributes name aarch64, the logs are equal;
 #      drgn (scripts/lib/tools.sh ensure_drgn) reads every page of the -d 1
-#      and -d 31 dumps equal to the ELF (tests/py/drgn_compare.py)
+#      and -d 31 dumps equal to the ELF (tests/py/drgn_compare.py), and
+#      every symbol vmdump reads from the ELF's kallsyms equals drgn's
 #
 # The vmcores differ from run to run (KASLR, timing), so each is judged by
 # makedumpfile's run on the same file, never by recorded numbers.
@@ -70,6 +71,16 @@ test_variant() {
             { echo "FAIL: drgn on -d $level: $verdict" >&2; return 1; }
         echo "PASS: drgn on -d $level: $verdict"
     done
+    # The kernel's map on arm64, whose kallsyms offsets are base-relative:
+    # every vmlinux symbol (address, name) equals drgn's.
+    "$vmdump" symbols "$elf" | grep -v $'\t\[' | cut -d' ' -f1,3 > "$dir/symbols.vmdump"
+    "$drgn_python" tests/py/drgn_kallsyms.py "$elf" | cut -d' ' -f1,4 > "$dir/symbols.drgn"
+    if [[ -s $dir/symbols.drgn ]] && cmp -s "$dir/symbols.vmdump" "$dir/symbols.drgn"; then
+        echo "PASS: vmdump symbols: $(wc -l < "$dir/symbols.drgn") symbols, each equal to drgn's load_vmlinux_kallsyms"
+    else
+        echo "FAIL: vmdump symbols differ from drgn's: $(diff "$dir/symbols.vmdump" "$dir/symbols.drgn" | head -n 4)" >&2
+        return 1
+    fi
 }
 
 status=0
