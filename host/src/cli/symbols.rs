@@ -78,7 +78,14 @@ fn list_all(kernel: &KernelView<'_>, out: &mut dyn Write) -> anyhow::Result<()> 
     for s in symbols.iter() {
         writeln!(out, "{:016x} {} {}", s.address, s.kind, s.name).context("writing to stdout")?;
     }
-    for module in kernel.modules().map_err(map_error)?.iter() {
+    let modules = match kernel.modules() {
+        Ok(modules) => modules.iter().collect(),
+        Err(e) => {
+            eprintln!("vmdump: warning: the modules' symbols are not listed: {e}");
+            Vec::new()
+        }
+    };
+    for module in modules {
         for s in module.symbols() {
             writeln!(out, "{:016x} {} {}\t[{}]", s.address, s.kind, s.name, module.name)
                 .context("writing to stdout")?;

@@ -51,6 +51,9 @@ pub struct DumpReport {
     /// The classification's counts beside the kernel's counters, or why
     /// they could not be read.
     pub self_check: Result<Vec<CounterCheck>, String>,
+    /// Why the kernel image in use could not be kept against its struct
+    /// pages, when the level classifies them.
+    pub image_unprotected: Option<String>,
 }
 
 impl DumpReport {
@@ -81,6 +84,11 @@ impl DumpReport {
             plugin_failure: plan.codec().and_then(Codec::failure).map(|e| e.to_string()),
             mmap_fallback: None,
             lost: LostPages::default(),
+            image_unprotected: plan
+                .exclusion()
+                .kernel()
+                .filter(|_| !plan.level().classified().is_empty())
+                .and_then(|k| k.image_pfns().err().map(|e| e.to_string())),
             self_check: match plan.exclusion().kernel() {
                 Some(kernel) => self_check::check(kernel, plan.level(), &excluded.classes),
                 None => Ok(Vec::new()),
@@ -251,6 +259,9 @@ impl DumpReport {
             Err(why) => {
                 let _ = writeln!(t, "Self-check      : not made: {why}");
             }
+        }
+        if let Some(why) = &self.image_unprotected {
+            let _ = writeln!(t, "Kernel image    : not kept against its struct pages: {why}");
         }
         if self.excluded.image_kept > 0 {
             let _ = writeln!(

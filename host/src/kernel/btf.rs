@@ -31,9 +31,13 @@ impl KernelTypes {
         memory: &KernelMemory<'_, R>,
         symbols: &Kallsyms,
     ) -> Result<Self, MapError> {
+        let why = match symbols.has_data_symbols() {
+            true => "a kernel built without CONFIG_DEBUG_INFO_BTF",
+            false => "its kallsyms lists functions alone: a kernel built without CONFIG_KALLSYMS_ALL",
+        };
         let missing = |symbol: &str| MapError::MissingSymbol {
             table: TABLE,
-            symbol: format!("{symbol} in kallsyms (a kernel built without CONFIG_DEBUG_INFO_BTF)"),
+            symbol: format!("{symbol} in kallsyms ({why})"),
         };
         let start = symbols.lookup("__start_BTF").ok_or_else(|| missing("__start_BTF"))?.address;
         let stop = symbols.lookup("__stop_BTF").ok_or_else(|| missing("__stop_BTF"))?.address;

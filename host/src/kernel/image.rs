@@ -31,6 +31,12 @@ pub fn in_use_pfns<R: PhysRead + ?Sized>(
     memory: &KernelMemory<'_, R>,
     symbols: &Kallsyms,
 ) -> Result<Vec<Range<u64>>, MapError> {
+    if !symbols.has_data_symbols() {
+        return Err(MapError::MissingSymbol {
+            table: "the kernel image",
+            symbol: "its bounds in kallsyms, which lists functions alone (CONFIG_KALLSYMS_ALL unset)".into(),
+        });
+    }
     let page = memory.page_size();
     let freed = match (symbols.lookup(FREED_BSS.0), symbols.lookup(FREED_BSS.1)) {
         (Some(a), Some(b)) => a.address.div_ceil(page) * page..b.address,

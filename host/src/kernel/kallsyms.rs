@@ -106,6 +106,17 @@ impl Kallsyms {
         self.addresses.is_empty()
     }
 
+    /// Whether it lists data symbols (`d`, `b`, `r` types) besides text:
+    /// not a kernel built without CONFIG_KALLSYMS_ALL (Debian's arm64),
+    /// which lists functions and a few section markers alone (1 of 50,336).
+    /// Kernels with it have a quarter to a half of data symbols; one in a
+    /// hundred tells them apart.
+    pub fn has_data_symbols(&self) -> bool {
+        let data =
+            self.names.kinds.iter().filter(|k| matches!(k.to_ascii_lowercase(), b'd' | b'b' | b'r')).count();
+        data * 100 > self.len()
+    }
+
     /// Symbol `index`, in kallsyms' order.
     ///
     /// # Panics
