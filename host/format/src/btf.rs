@@ -236,7 +236,7 @@ impl Btf {
             if end - at < len {
                 return Err(bad(format!("a {kind:?} record of {len} bytes runs past its section")));
             }
-            self.string(self.endian.u32(&self.bytes, at))
+            self.raw_string(self.endian.u32(&self.bytes, at))
                 .ok_or_else(|| bad("a name outside the strings".into()))?;
             self.records.push(at as u32);
             at += len;
@@ -407,20 +407,23 @@ impl Btf {
 
     /// The value of the enumerator `name`, and the id of its enum.
     pub fn enumerator(&self, name: &str) -> Option<(i64, u32)> {
-        (0..self.records.len() as u32).map(|i| self.first_id + i).find_map(|id| {
+        let e = self.endian;
+        let is = |offset: u32| self.raw_string(offset) == Some(name.as_bytes());
+        self.records.iter().zip(self.first_id..).find_map(|(&at, id)| {
+            // The kind from the record's info word: no other record is decoded.
+            let kind = (e.u32(&self.bytes, at as usize + 4) >> 24) & 0x1f;
+            if kind != 6 && kind != 19 {
+                return None;
+            }
             let t = self.get(id)?;
-            let e = self.endian;
             let value = match t.kind {
                 Kind::Enum => (0..t.vlen)
-                    .find(|&i| self.string(e.u32(t.extra, 8 * i)) == Some(name))
+                    .find(|&i| is(e.u32(t.extra, 8 * i)))
                     .map(|i| i64::from(e.u32(t.extra, 8 * i + 4) as i32)),
-                Kind::Enum64 => {
-                    (0..t.vlen).find(|&i| self.string(e.u32(t.extra, 12 * i)) == Some(name)).map(|i| {
-                        (u64::from(e.u32(t.extra, 12 * i + 8)) << 32 | u64::from(e.u32(t.extra, 12 * i + 4)))
-                            as i64
-                    })
-                }
-                _ => None,
+                _ => (0..t.vlen).find(|&i| is(e.u32(t.extra, 12 * i))).map(|i| {
+                    (u64::from(e.u32(t.extra, 12 * i + 8)) << 32 | u64::from(e.u32(t.extra, 12 * i + 4)))
+                        as i64
+                }),
             }?;
             Some((value, id))
         })
@@ -476,14 +479,19 @@ impl Btf {
     }
 
     fn string(&self, offset: u32) -> Option<&str> {
+        std::str::from_utf8(self.raw_string(offset)?).ok()
+    }
+
+    /// The bytes of the string at `offset`, without its NUL.
+    fn raw_string(&self, offset: u32) -> Option<&[u8]> {
         if offset < self.first_string {
-            return self.base.as_ref()?.string(offset);
+            return self.base.as_ref()?.raw_string(offset);
         }
         let offset = offset - self.first_string;
         let (start, end) = self.strings;
         let at = start.checked_add(offset as usize).filter(|&a| a < end)?;
         let len = self.bytes[at..end].iter().position(|&b| b == 0)?;
-        std::str::from_utf8(&self.bytes[at..at + len]).ok()
+        Some(&self.bytes[at..at + len])
     }
 }
 

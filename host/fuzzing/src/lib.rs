@@ -378,10 +378,9 @@ pub fn btf(data: &[u8]) {
     assert_eq!(btf.bytes(), data);
     let walked = (btf.len() as u32).min(BTF_WALKED_TYPES);
     for id in 0..=walked + 1 {
-        let Some(t) = btf.get(id) else {
-            assert!(id == 0 || id > btf.len() as u32, "type {id} of {} unreadable", btf.len());
-            continue;
-        };
+        // A record whose name is not UTF-8 reads as none (parse checks
+        // only that each name is inside the strings).
+        let Some(t) = btf.get(id) else { continue };
         assert_eq!(t.id, id);
         let _ = (btf.size_of(id), btf.type_name(id), btf.resolve(id), t.referred());
         if !t.name.is_empty() {
