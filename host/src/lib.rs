@@ -21,6 +21,7 @@ pub mod plan;
 pub mod plugin;
 pub mod pool;
 pub mod profile;
+pub mod ranges;
 pub mod progress;
 pub mod read;
 pub mod triage;

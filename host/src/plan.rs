@@ -85,6 +85,7 @@ pub struct Plan<'a> {
     codec: Option<Codec>,
     format: Format,
     run: RunSettings,
+    eraseinfo: Vec<u8>,
     notes: Vec<String>,
 }
 
@@ -110,15 +111,17 @@ impl<'a> Plan<'a> {
             .iter()
             .map(|f| Ok((asked.registry.filter(&f.name)?, f.params())))
             .collect::<Result<Vec<_>, LoadError>>()?;
-        let plugins = FilterSet::new(&loaded, &host)?;
+        let mut plugins = FilterSet::new(&loaded, &host)?;
+        let marks = plugins.prepare(kernel, input.phys().max_pfn());
         let others = input.earlier().map(|(stage, _)| stage).into_iter().chain(asked.extra).collect();
-        let exclusion = Exclusion::new(level, kernel, plugins, others, input.page_size())?
+        let exclusion = Exclusion::new(level, kernel, (plugins, marks), others, input.page_size())?
             .keeping_unreadable(asked.allow_lower);
         let codec = match asked.format {
             Format::Kdump => open_codec(profile, asked.registry, host, input)?,
             Format::Elf => None,
         };
         let (ram, utsname) = kernel_facts(input, kernel, &mut notes);
+        let eraseinfo = eraseinfo(input, &exclusion, &mut notes);
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let run = RunSettings {
             threads: if profile.dump.threads == 0 { cores } else { profile.dump.threads },
@@ -132,7 +135,7 @@ impl<'a> Plan<'a> {
             close_incomplete: asked.close_incomplete,
             interrupt: Interrupt::default(),
         };
-        Ok(Self { input, ram, utsname, exclusion, codec, format: asked.format, run, notes })
+        Ok(Self { input, ram, utsname, exclusion, codec, format: asked.format, run, eraseinfo, notes })
     }
 
     /// The input.
@@ -181,11 +184,27 @@ impl<'a> Plan<'a> {
         self
     }
 
+    /// The eraseinfo the dump records: the input's own (a dump converted
+    /// or refiltered keeps it), then this run's erasures.
+    pub fn eraseinfo(&self) -> &[u8] {
+        &self.eraseinfo
+    }
+
     /// What the plan chose that the user should know (a lower level, what
     /// the kernel's tables did not give): warnings to print.
     pub fn notes(&self) -> &[String] {
         &self.notes
     }
+}
+
+/// The input's eraseinfo followed by the lines of this run's erasures.
+fn eraseinfo(input: &dyn Input, exclusion: &Exclusion<'_>, notes: &mut Vec<String>) -> Vec<u8> {
+    let mut text = input.eraseinfo().unwrap_or_else(|e| {
+        notes.push(format!("the eraseinfo of {} cannot be read ({e}): it is not carried over", input.path().display()));
+        Vec::new()
+    });
+    text.extend_from_slice(exclusion.marks().erasures.eraseinfo().as_bytes());
+    text
 }
 
 /// The kernel of `input`, opened once for the run; `None`, with a note,

@@ -1,5 +1,5 @@
 /*
- * vmdump_plugin.h - the vmdump plugin contract, ABI major version 1.
+ * vmdump_plugin.h - the vmdump plugin contract, ABI version 1.1.
  *
  * SPDX-License-Identifier: MIT OR Apache-2.0
  *
@@ -75,7 +75,7 @@ extern "C" {
 
 /** ABI version this header describes. */
 #define VMDUMP_ABI_MAJOR 1
-#define VMDUMP_ABI_MINOR 0
+#define VMDUMP_ABI_MINOR 1
 
 /** Name of the compressor entry symbol for ABI major 1. */
 #define VMDUMP_COMPRESSOR_ENTRY_V1 "vmdump_compressor_entry_v1"
@@ -97,7 +97,14 @@ enum vmdump_status {
     /** A Rust plugin panicked; the SDK caught it at the boundary. */
     VMDUMP_ERR_PANICKED = 5,
     /** Out of memory. */
-    VMDUMP_ERR_NO_MEMORY = 6
+    VMDUMP_ERR_NO_MEMORY = 6,
+    /** ABI 1.1, kernel services: no such symbol, type or member in the dumped kernel. */
+    VMDUMP_ERR_NOT_FOUND = 7,
+    /** ABI 1.1, kernel services: the memory asked for is not in the dump, or not mapped. */
+    VMDUMP_ERR_UNREADABLE = 8,
+    /** ABI 1.1, kernel services: the dump cannot give this service (no kallsyms, no BTF,
+        no page tables of this architecture); the message of the hook's error says which. */
+    VMDUMP_ERR_UNAVAILABLE = 9
 };
 
 /**
@@ -253,6 +260,10 @@ const struct vmdump_compressor_v1 *vmdump_compressor_entry_v1(uint32_t host_abi_
  *                                    zero-page check and before compression
  *                                    (with the struct page bytes too when
  *                                    both bits are set).
+ *   VMDUMP_FILTER_NEEDS_KERNEL       (ABI 1.1, with any of the above) a
+ *                                    `prepare` hook runs once before the
+ *                                    page pass, with the kernel services
+ *                                    below: it may decide everything there.
  * A pointer the filter did not ask for is NULL; one it asked for is never
  * NULL (the page data is exactly one page long).
  *
@@ -281,6 +292,9 @@ const struct vmdump_compressor_v1 *vmdump_compressor_entry_v1(uint32_t host_abi_
 /** Bits of `vmdump_filter_v1.needs`: what a filter looks at; 0 = the pfn and physical address only. */
 #define VMDUMP_FILTER_NEEDS_PAGE 0x1u        /* the page bytes: a content filter, runs on the workers after the zero-page check */
 #define VMDUMP_FILTER_NEEDS_STRUCT_PAGE 0x2u /* the page's struct page bytes (SIZE(page)): a metadata filter, runs before any page byte is read */
+#define VMDUMP_FILTER_NEEDS_KERNEL 0x4u      /* ABI 1.1: the filter's `prepare` hook must run (it reads the kernel
+                                                and marks pages); a 1.0 host refuses the bit, so such a filter
+                                                never runs where its hook would be ignored */
 
 /** What classify decides for a page. */
 enum vmdump_verdict {
@@ -304,9 +318,101 @@ struct vmdump_page {
     size_t struct_page_len;      /* bytes at `struct_page` (SIZE(page)), 0 when NULL */
 };
 
+/*
+ * Kernel services (ABI 1.1)
+ * -------------------------
+ * What the `prepare` hook gets: the dumped kernel's symbols (kallsyms read
+ * from the dump), its types (BTF read from the dump), reads of its memory,
+ * and the marks a filter makes. Every name is looked up in the dumped
+ * kernel itself: no vmlinux is needed. Each call returns a vmdump_status:
+ * VMDUMP_OK, or VMDUMP_ERR_NOT_FOUND, VMDUMP_ERR_UNREADABLE,
+ * VMDUMP_ERR_UNAVAILABLE or VMDUMP_ERR_INVALID_PARAM (a bad argument).
+ * The host writes out-parameters only on success.
+ *
+ * Marks:
+ * - keep: the pfns stay in the dump whatever the dump level's classes say
+ *   (user pages at -d 31, say) and whatever another filter's marks say;
+ * - exclude: the pfns are left out, unless a filter keeps them;
+ * - erase: bytes are overwritten (with `fill`, or zeros for
+ *   VMDUMP_ERASE_NULLIFY) in the page data before the zero-page check and
+ *   compression, and recorded in the dump's eraseinfo as makedumpfile does
+ *   ("erase WHAT size N" summed per WHAT, or "erase WHAT nullify"), which
+ *   libkdumpfile shows as `file.eraseinfo.raw`. A page left out of the dump
+ *   is not written at all, erased or not.
+ */
+
+/** Address spaces of `read` and `erase`. */
+enum vmdump_space {
+    VMDUMP_SPACE_PHYS = 0,  /* physical addresses of the dumped machine */
+    VMDUMP_SPACE_KVIRT = 1  /* kernel virtual addresses, through the kernel's page tables */
+};
+
+/** `fill` of `erase`: zeros, recorded as "nullify" (makedumpfile's word for pointers). */
+#define VMDUMP_ERASE_NULLIFY 0x100u
+
+/** Called by `user_pages` for each run of mapped user pages, in increasing address order. */
+typedef int (*vmdump_user_page_fn)(void *arg, uint64_t vaddr, uint64_t pfn, uint64_t pages);
+
+struct vmdump_kernel {
+    uint32_t struct_size; /* sizeof(struct vmdump_kernel) of the host */
+    uint32_t reserved;    /* 0 */
+    void *host;           /* opaque, passed back to every call below */
+
+    /**
+     * The symbol `name` of the kernel (or of a loaded module): its address,
+     * and in `*size` the bytes to the next symbol (kallsyms keeps no sizes;
+     * 0 for the last). A global symbol wins over static ones of that name.
+     */
+    int (*symbol)(void *host, const char *name, uint64_t *address, uint64_t *size);
+
+    /**
+     * The size of a type by its C name: "struct task_struct", "union
+     * thread_union", a typedef ("pgd_t") or a base type ("unsigned long");
+     * a bare name ("task_struct") is tried as a struct or union first.
+     */
+    int (*type_size)(void *host, const char *type, uint64_t *size);
+
+    /**
+     * The byte offset and size of `member` in the struct or union `type`
+     * (named as for type_size). `member` may be nested ("signal.rlim" or
+     * "mm.pgd": members of members, not through pointers) and goes through
+     * anonymous structs and unions as C does. A bitfield is refused
+     * (VMDUMP_ERR_INVALID_PARAM): it has no byte offset.
+     */
+    int (*member)(void *host, const char *type, const char *member, uint64_t *offset, uint64_t *size);
+
+    /** Reads `len` bytes at `addr` of `space` into `buf` (any length, across pages). */
+    int (*read)(void *host, uint32_t space, uint64_t addr, void *buf, size_t len);
+
+    /**
+     * Walks the user half of the page tables whose top table is at kernel
+     * virtual address `pgd` (an `mm_struct`'s `pgd`), calling `visit` for
+     * each run of present pages: `pages` base pages from user address
+     * `vaddr`, physically contiguous from `pfn` (a huge page is one run).
+     * A nonzero return from `visit` stops the walk and is returned.
+     * VMDUMP_ERR_UNAVAILABLE on architectures the host does not walk.
+     */
+    int (*user_pages)(void *host, uint64_t pgd, vmdump_user_page_fn visit, void *arg);
+
+    /** Marks `count` pfns from `first_pfn` to keep. */
+    int (*keep)(void *host, uint64_t first_pfn, uint64_t count);
+
+    /** Marks `count` pfns from `first_pfn` to leave out. */
+    int (*exclude)(void *host, uint64_t first_pfn, uint64_t count);
+
+    /**
+     * Erases `len` bytes at `addr` of `space` with `fill` (a byte value, or
+     * VMDUMP_ERASE_NULLIFY), recorded in eraseinfo under `what` (the
+     * expression that named them, "init_task.comm"; no spaces or newlines).
+     * A kernel virtual range is translated page by page: an unmapped page
+     * fails the call (VMDUMP_ERR_UNREADABLE) and nothing of it is erased.
+     */
+    int (*erase)(void *host, uint32_t space, uint64_t addr, uint64_t len, uint32_t fill, const char *what);
+};
+
 /**
- * A filter plugin, ABI 1.0. Returned by vmdump_filter_entry_v1.
- * Append-only: minor versions add fields after `module_finalize`.
+ * A filter plugin, ABI 1.1 (1.0 ends at `module_finalize`). Returned by
+ * vmdump_filter_entry_v1. Append-only: minor versions add fields at the end.
  */
 struct vmdump_filter_v1 {
     uint64_t magic;          /* VMDUMP_PLUGIN_MAGIC */
@@ -336,7 +442,9 @@ struct vmdump_filter_v1 {
      * Decide on one page: write VMDUMP_KEEP or VMDUMP_EXCLUDE into `*verdict`
      * and return VMDUMP_OK. The host sets `*verdict` to VMDUMP_KEEP before the
      * call. `page` and the bytes it points to are valid only during the call.
-     * On failure the page is kept and the filter disabled. Required.
+     * On failure the page is kept and the filter disabled. Required, but for
+     * a filter that decides in `prepare` alone (`needs` is exactly
+     * VMDUMP_FILTER_NEEDS_KERNEL): NULL there means no page is ever asked.
      */
     int (*classify)(void *ctx, const struct vmdump_page *page, uint32_t *verdict,
                     struct vmdump_error *err);
@@ -346,6 +454,19 @@ struct vmdump_filter_v1 {
 
     /** Free the module state, after all its contexts. Required. */
     void (*module_finalize)(void *module);
+
+    /* ---- ABI 1.1: read only when struct_size covers them ---- */
+
+    /**
+     * The hook before the page pass (`needs` has VMDUMP_FILTER_NEEDS_KERNEL).
+     * Called once, after module_init and before any ctx_init, on one thread,
+     * with the module state writable: the filter walks kernel structures
+     * through `kernel` and marks pfns to keep or exclude and bytes to erase.
+     * `kernel` is valid only during the call. On failure the host drops every
+     * mark this call made (its erasures too), disables the filter and reports
+     * it; the dump goes on. Required when NEEDS_KERNEL is set, else ignored.
+     */
+    int (*prepare)(void *module, const struct vmdump_kernel *kernel, struct vmdump_error *err);
 };
 
 /** The entry point every filter plugin exports (C linkage, default visibility). */

@@ -11,7 +11,7 @@ use std::fmt;
 use std::ops::BitOr;
 
 use crate::abi::{needs, verdict};
-use crate::{Host, Params, SdkError};
+use crate::{Host, Kernel, Params, SdkError};
 
 /// What a filter looks at besides the pfn and physical address
 /// (`VMDUMP_FILTER_NEEDS_*`). It also decides where the host runs the filter:
@@ -27,6 +27,8 @@ impl Needs {
     pub const PAGE: Needs = Needs(needs::PAGE);
     /// The page's `struct page` bytes: a metadata filter.
     pub const STRUCT_PAGE: Needs = Needs(needs::STRUCT_PAGE);
+    /// ABI 1.1: [`FilterFactory::prepare`] must run (a 1.0 host refuses the filter).
+    pub const KERNEL: Needs = Needs(needs::KERNEL);
 
     /// The ABI bits.
     pub const fn bits(self) -> u32 {
@@ -65,7 +67,8 @@ impl fmt::Display for Needs {
             (false, true) => "struct page",
             (true, true) => "page bytes + struct page",
         };
-        f.write_str(text)
+        f.write_str(text)?;
+        if self.contains(Needs::KERNEL) { f.write_str(" + kernel") } else { Ok(()) }
     }
 }
 
@@ -134,6 +137,11 @@ pub trait FilterFactory: Sized + Send + Sync + 'static {
     const NEEDS: Needs;
     /// One line for `vmdump plugins`.
     const DESCRIPTION: &'static CStr = c"";
+    /// Whether [`Filter::classify`] is ever asked. `false` only for a
+    /// filter that decides in [`FilterFactory::prepare`] alone, whose
+    /// [`FilterFactory::NEEDS`] must then be exactly [`Needs::KERNEL`]
+    /// (checked when the table is built).
+    const CLASSIFIES: bool = true;
 
     /// Validates `params` once (refuse unknown keys with
     /// [`Params::accept_only`]), reads the VMCOREINFO keys it depends on
@@ -150,6 +158,19 @@ pub trait FilterFactory: Sized + Send + Sync + 'static {
     /// # Errors
     /// When the context cannot be set up.
     fn new_context(&self) -> Result<Self::Context, SdkError>;
+
+    /// ABI 1.1, with [`Needs::KERNEL`]: runs once after [`FilterFactory::init`]
+    /// and before any context, on one thread. Walk the dumped kernel
+    /// through `kernel` (valid during the call) and mark pages to keep,
+    /// exclude or erase; keep here what the contexts need later.
+    ///
+    /// # Errors
+    /// Any failure: the host then drops every mark of this call, disables
+    /// the filter and reports it.
+    fn prepare(&mut self, kernel: &Kernel<'_>) -> Result<(), SdkError> {
+        let _ = kernel;
+        Ok(())
+    }
 }
 
 /// Per-thread context of a filter, never shared between threads.
@@ -172,7 +193,8 @@ mod tests {
         assert_eq!(Needs::from_bits(both.bits()), Some(both));
         assert!(both.contains(Needs::PAGE) && !Needs::PAGE.contains(Needs::STRUCT_PAGE));
         assert!(Needs::NOTHING.contains(Needs::NOTHING));
-        assert_eq!(Needs::from_bits(0x4), None);
+        assert_eq!(Needs::from_bits(0x8), None);
+        assert_eq!((Needs::STRUCT_PAGE | Needs::KERNEL).to_string(), "struct page + kernel");
         assert_eq!(both.to_string(), "page bytes + struct page");
     }
 

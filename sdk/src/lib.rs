@@ -7,7 +7,9 @@
 //! - [`CompressorFactory`] (shared, validated once) and [`Compressor`]
 //!   (one context per worker thread), the safe traits a plugin implements;
 //! - [`FilterFactory`] and [`Filter`], the same pair for filters, which
-//!   decide per page ([`PageView`] → [`Verdict`]) what is left out of a dump;
+//!   decide per page ([`PageView`] → [`Verdict`]) what is left out of a dump,
+//!   or (ABI 1.1) walk the dumped kernel once before the page pass through
+//!   [`Kernel`] and mark pages to keep, exclude or erase;
 //! - [`export_compressor!`] and [`export_filter!`], which write the
 //!   `extern "C"` entry point and trampolines, catching every panic at the
 //!   boundary; [`static_compressor!`], the same table without the entry
@@ -74,6 +76,7 @@ pub use abi::client;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExample;
 pub use abi::host_api::{Host, LogLevel};
+pub use abi::kernel::{Fill, Kernel, KernelError, MemberInfo, ServiceError, Space, SymbolInfo};
 pub use compressor::{Compressor, CompressorFactory};
 pub use error::SdkError;
 pub use filter::{Filter, FilterFactory, Needs, PageView, Verdict};

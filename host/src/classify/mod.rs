@@ -84,6 +84,10 @@ pub struct ClassCounts {
     /// have left out ([`PageClassifier::protecting`]): kept, not counted
     /// in [`ClassCounts::total`].
     pub image_kept: u64,
+    /// Pages filter plugins marked to keep that their struct pages would
+    /// have left out ([`PageClassifier::keeping`]): not counted in
+    /// [`ClassCounts::total`].
+    pub filter_kept: u64,
 }
 
 impl ClassCounts {
@@ -116,6 +120,7 @@ impl AddAssign for ClassCounts {
         self.earlier += o.earlier;
         self.unclassified += o.unclassified;
         self.image_kept += o.image_kept;
+        self.filter_kept += o.filter_kept;
         self.first_unclassified = match (self.first_unclassified, o.first_unclassified) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -205,6 +210,7 @@ pub struct PageClassifier<'m, R: PhysRead + ?Sized> {
     invalid_free_orders: u64,
     keep_unreadable: bool,
     protected: Vec<Range<u64>>,
+    kept: Vec<Range<u64>>,
     buf: Vec<u8>,
 }
 
@@ -241,6 +247,7 @@ impl<'m, R: PhysRead + ?Sized> PageClassifier<'m, R> {
             invalid_free_orders: 0,
             keep_unreadable: false,
             protected: Vec::new(),
+            kept: Vec::new(),
             buf: Vec::new(),
         })
     }
@@ -260,6 +267,14 @@ impl<'m, R: PhysRead + ?Sized> PageClassifier<'m, R> {
     /// [`ClassCounts::image_kept`].
     pub fn protecting(mut self, ranges: Vec<Range<u64>>) -> Self {
         self.protected = ranges;
+        self
+    }
+
+    /// Keeps the pfns of `ranges` (sorted, disjoint: what filter plugins
+    /// marked to keep) whatever their struct pages say, counted in
+    /// [`ClassCounts::filter_kept`].
+    pub fn keeping(mut self, ranges: Vec<Range<u64>>) -> Self {
+        self.kept = ranges;
         self
     }
 
@@ -310,21 +325,27 @@ impl<'m, R: PhysRead + ?Sized> PageClassifier<'m, R> {
         }
         self.previous_end = window.end;
         // The scan borrows the classifier: the ranges are lent to the marker.
-        let protected = std::mem::take(&mut self.protected);
-        let mut out =
-            scan::Marker { window: window.clone(), is_ram, excluded, counts, protected: &protected };
+        let (protected, kept) = (std::mem::take(&mut self.protected), std::mem::take(&mut self.kept));
+        let mut out = scan::Marker {
+            window: window.clone(),
+            is_ram,
+            excluded,
+            counts,
+            protected: &protected,
+            kept: &kept,
+        };
         let mut pfn = window.start;
         if let Some(p) = self.pending.take() {
             out.exclude(p.pfns.start.max(window.start)..p.pfns.end, p.class);
             if p.pfns.end > window.end {
                 self.pending = Some(p);
-                self.protected = protected;
+                (self.protected, self.kept) = (protected, kept);
                 return Ok(());
             }
             pfn = pfn.max(p.pfns.end);
         }
         let scanned = self.scan(pfn, &mut out);
-        self.protected = protected;
+        (self.protected, self.kept) = (protected, kept);
         scanned
     }
 }

@@ -6,6 +6,7 @@ use std::ops::Range;
 
 use super::decide::{Decision, decide, decode};
 use super::{ClassCounts, ClassifyError, PageClass, PageClassifier, Pending};
+use crate::ranges;
 use crate::xlat::PhysRead;
 
 /// Struct pages per read, aligned to multiples of it (`PGMM_CACHED`).
@@ -18,31 +19,33 @@ pub(crate) struct Marker<'a> {
     pub(crate) excluded: &'a mut [u64],
     pub(crate) counts: &'a mut ClassCounts,
     /// Pfns kept whatever their struct pages say (the kernel image in
-    /// use), sorted.
+    /// use), sorted and disjoint.
     pub(crate) protected: &'a [Range<u64>],
+    /// Pfns filter plugins keep (their `prepare` marks), sorted and disjoint.
+    pub(crate) kept: &'a [Range<u64>],
 }
 
 impl Marker<'_> {
     /// Marks and counts the RAM pfns of `pfns` inside the window, but
-    /// the protected ones, which are counted as kept.
+    /// the protected and kept ones, which are counted as kept.
     pub(crate) fn exclude(&mut self, pfns: Range<u64>, class: PageClass) {
-        let (start, end) = (pfns.start.max(self.window.start), pfns.end.min(self.window.end));
-        let protected = self.protected.iter().filter(|r| r.start < end && start < r.end);
-        let is_protected = |pfn: u64| protected.clone().any(|r| r.contains(&pfn));
-        let (mut n, mut kept) = (0, 0);
-        for pfn in start..end {
-            if (self.is_ram)(pfn) {
-                if is_protected(pfn) {
-                    kept += 1;
-                    continue;
-                }
+        let inside = pfns.start.max(self.window.start)..pfns.end.min(self.window.end);
+        let (protected, kept) = (ranges::meeting(self.protected, &inside), ranges::meeting(self.kept, &inside));
+        let (mut n, mut image_kept, mut filter_kept) = (0, 0, 0);
+        for pfn in inside.filter(|&pfn| (self.is_ram)(pfn)) {
+            if ranges::holds(protected, pfn) {
+                image_kept += 1;
+            } else if ranges::holds(kept, pfn) {
+                filter_kept += 1;
+            } else {
                 let bit = pfn - self.window.start;
                 self.excluded[(bit / 64) as usize] |= 1 << (bit % 64);
                 n += 1;
             }
         }
         self.counts.add(class, n);
-        self.counts.image_kept += kept;
+        self.counts.image_kept += image_kept;
+        self.counts.filter_kept += filter_kept;
     }
 
     /// Counts the RAM pfns of `pfns` (inside the window) as kept without a

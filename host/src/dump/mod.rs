@@ -316,6 +316,7 @@ fn dump_kdump(
         layout: &pass.layout,
         exclude_zero: plan.level().excludes_zero_pages(),
         piece_pages: pass.piece_pages,
+        eraseinfo: plan.eraseinfo(),
     };
     let mut writer = KdumpWriter::begin(sink, &preamble)?;
     let progress_style =

@@ -23,12 +23,14 @@ pub struct Slot {
 pub struct Worker<'c> {
     encoder: PageEncoder<'c>,
     content: ContentStage<'c>,
+    /// A page with erased bytes, as it is stored.
+    erased: Vec<u8>,
 }
 
 impl<'c> Worker<'c> {
     /// A worker encoding with `encoder` the pages `content` keeps.
     pub fn new(encoder: PageEncoder<'c>, content: ContentStage<'c>) -> Self {
-        Self { encoder, content }
+        Self { encoder, content, erased: Vec::new() }
     }
 
     /// What the content stage left out.
@@ -65,8 +67,8 @@ impl<'c> Worker<'c> {
                 slot.records.push(PageRecord::Lost);
                 continue;
             }
-            let page = slot.pages.page(index);
             let pfn = slot.pages.first_pfn() + index as u64;
+            let page = self.content.erased(pfn, slot.pages.page(index), &mut self.erased);
             let record = match self.content.judge(pfn, page) {
                 Verdict::Zero => PageRecord::Zero,
                 Verdict::Excluded => PageRecord::Excluded,

@@ -2,6 +2,7 @@
 //! (dump level bit 1), then the filter plugins that need the page bytes.
 
 use super::Counts;
+use super::marks::Erasures;
 use super::plugins::{FilterStage, PluginFilter};
 use crate::level::DumpLevel;
 
@@ -29,15 +30,31 @@ pub fn is_zero_page(page: &[u8]) -> bool {
 pub struct ContentStage<'f> {
     exclude_zero: bool,
     plugins: FilterStage<'f>,
+    erasures: &'f Erasures,
     page_size: u64,
     zero: u64,
 }
 
 impl<'f> ContentStage<'f> {
-    /// The stage of dump `level` and the content filter `plugins`.
-    pub fn new(level: DumpLevel, plugins: &'f [PluginFilter], page_size: u64) -> Self {
+    /// The stage of dump `level`, the content filter `plugins` and the
+    /// filters' `erasures`.
+    pub fn new(level: DumpLevel, plugins: &'f [PluginFilter], erasures: &'f Erasures, page_size: u64) -> Self {
         let plugins = FilterStage::new(plugins);
-        Self { exclude_zero: level.excludes_zero_pages(), plugins, page_size, zero: 0 }
+        Self { exclude_zero: level.excludes_zero_pages(), plugins, erasures, page_size, zero: 0 }
+    }
+
+    /// Page `pfn` as the dump holds it: `page` itself, or, when filters
+    /// erase bytes of it, a copy in `scratch` with those bytes overwritten
+    /// (before the zero-page check and compression, as makedumpfile does).
+    pub fn erased<'p>(&self, pfn: u64, page: &'p [u8], scratch: &'p mut Vec<u8>) -> &'p [u8] {
+        let paddr = pfn * self.page_size;
+        if !self.erasures.touches(paddr, page.len() as u64) {
+            return page;
+        }
+        scratch.clear();
+        scratch.extend_from_slice(page);
+        self.erasures.apply(paddr, scratch);
+        scratch
     }
 
     /// What becomes of page `pfn`, whose bytes are `page`.

@@ -19,6 +19,8 @@
 //! engine: its errors are [`ExcludeError`].
 
 mod classifier;
+pub mod marks;
+mod prepare;
 pub mod content;
 pub mod plugins;
 mod windows;
@@ -31,6 +33,7 @@ use crate::classify::{ClassCounts, ClassifyError};
 use crate::kernel::KernelView;
 use crate::level::DumpLevel;
 use content::ContentStage;
+use marks::{MarkedWindows, Marks};
 use plugins::PluginWindows;
 
 pub use plugins::{FilterError, FilterSet, PluginFilter};
@@ -125,6 +128,8 @@ pub struct Exclusion<'a> {
     level: DumpLevel,
     kernel: Option<&'a KernelView<'a>>,
     plugins: FilterSet,
+    /// What the filters' `prepare` hooks marked.
+    marks: Marks,
     others: Vec<&'a dyn MetadataFilter>,
     page_size: u64,
     /// Keep pages whose struct pages cannot be read.
@@ -132,7 +137,8 @@ pub struct Exclusion<'a> {
 }
 
 impl<'a> Exclusion<'a> {
-    /// The stages of `level` and `plugins`, then the `others`, in order.
+    /// The stages of `level` and `plugins` (whose `prepare` hooks have run
+    /// and made `marks`), then the `others`, in order.
     ///
     /// # Errors
     /// The level's classified bits or a plugin need the kernel's struct
@@ -140,7 +146,7 @@ impl<'a> Exclusion<'a> {
     pub fn new(
         level: DumpLevel,
         kernel: Option<&'a KernelView<'a>>,
-        plugins: FilterSet,
+        (plugins, marks): (FilterSet, Marks),
         others: Vec<&'a dyn MetadataFilter>,
         page_size: u64,
     ) -> Result<Self, ExcludeError> {
@@ -157,7 +163,7 @@ impl<'a> Exclusion<'a> {
         if plugins.needs_struct_pages() {
             wants_kernel("a filter plugin that reads struct pages")?;
         }
-        Ok(Self { level, kernel, plugins, others, page_size, keep_unreadable: false })
+        Ok(Self { level, kernel, plugins, marks, others, page_size, keep_unreadable: false })
     }
 
     /// With `keep`, pages whose struct pages cannot be read are kept
@@ -182,9 +188,15 @@ impl<'a> Exclusion<'a> {
         &self.plugins
     }
 
+    /// What the filters' `prepare` hooks marked.
+    pub fn marks(&self) -> &Marks {
+        &self.marks
+    }
+
     /// The metadata stages as one filter, `None` when there is none.
     pub fn metadata(&self) -> Option<&dyn MetadataFilter> {
         let any = !self.level.classified().is_empty() || !self.plugins.metadata.is_empty();
+        let any = any || self.marks.excludes();
         (any || !self.others.is_empty()).then_some(self as &dyn MetadataFilter)
     }
 
@@ -195,7 +207,7 @@ impl<'a> Exclusion<'a> {
 
     /// A content stage for one worker.
     pub fn content_stage(&self) -> ContentStage<'_> {
-        ContentStage::new(self.level, &self.plugins.content, self.page_size)
+        ContentStage::new(self.level, &self.plugins.content, &self.marks.erasures, self.page_size)
     }
 }
 
@@ -203,7 +215,11 @@ impl MetadataFilter for Exclusion<'_> {
     fn cursor(&self) -> Result<Box<dyn WindowFilter + '_>, ExcludeError> {
         let mut cursors: Vec<Box<dyn WindowFilter + '_>> = Vec::new();
         if let Some(kernel) = self.kernel.filter(|_| !self.level.classified().is_empty()) {
-            cursors.push(Box::new(kernel.classifier(self.level)?.keeping_unreadable(self.keep_unreadable)));
+            let classifier = kernel.classifier(self.level)?.keeping_unreadable(self.keep_unreadable);
+            cursors.push(Box::new(classifier.keeping(self.marks.keep.clone())));
+        }
+        if self.marks.excludes() {
+            cursors.push(Box::new(MarkedWindows::new(&self.marks)));
         }
         if !self.plugins.metadata.is_empty() {
             let struct_pages = self.kernel.and_then(KernelView::struct_pages);

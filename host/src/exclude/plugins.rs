@@ -19,11 +19,14 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use vmdump_sdk::client::{CallError, FilterContext, FilterModule, HostServices};
 use vmdump_sdk::{Needs, Params, Verdict};
 
+use super::marks::Marks;
+use super::prepare::PrepareHost;
 use super::{ExcludeError, WindowFilter};
 use crate::classify::ClassCounts;
 use crate::health::Health;
-use crate::kernel::StructPages;
+use crate::kernel::{KernelView, StructPages};
 use crate::plugin::LoadedFilter;
+use crate::ranges;
 
 /// Why a filter cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +78,8 @@ pub struct FilterSet {
     pub metadata: Vec<PluginFilter>,
     /// Decide from the page bytes: on the workers.
     pub content: Vec<PluginFilter>,
+    /// Decide in their `prepare` hook alone (ABI 1.1): never asked about a page.
+    pub kernel_only: Vec<PluginFilter>,
 }
 
 impl FilterSet {
@@ -104,8 +109,11 @@ impl FilterSet {
                 failed_at: AtomicU64::new(u64::MAX),
                 passes: AtomicUsize::new(0),
             };
-            let stage =
-                if loaded.info.needs.contains(Needs::PAGE) { &mut set.content } else { &mut set.metadata };
+            let stage = match loaded.info.needs {
+                _ if !loaded.plugin.classifies() => &mut set.kernel_only,
+                needs if needs.contains(Needs::PAGE) => &mut set.content,
+                _ => &mut set.metadata,
+            };
             stage.push(filter);
         }
         Ok(set)
@@ -113,7 +121,43 @@ impl FilterSet {
 
     /// Whether there is no filter at all.
     pub fn is_empty(&self) -> bool {
-        self.metadata.is_empty() && self.content.is_empty()
+        self.all().next().is_none()
+    }
+
+    fn all(&self) -> impl Iterator<Item = &PluginFilter> {
+        self.metadata.iter().chain(&self.content).chain(&self.kernel_only)
+    }
+
+    /// Runs the `prepare` hook of every filter that has one (ABI 1.1), in
+    /// the order given, over `kernel`, and gathers their marks. A hook that
+    /// fails leaves no mark: its filter is disabled (its pages kept) and
+    /// reported, with why the kernel services it asked for were unavailable.
+    pub fn prepare(&mut self, kernel: Option<&KernelView<'_>>, max_pfn: u64) -> Marks {
+        let mut marks = Marks::default();
+        let mut keep = Vec::new();
+        let all = self.metadata.iter_mut().chain(&mut self.content).chain(&mut self.kernel_only);
+        for filter in all.filter(|f| f.module.needs().contains(Needs::KERNEL)) {
+            let host = PrepareHost::new(kernel, max_pfn);
+            let ran = filter.module.prepare(&host);
+            let (made, reasons) = host.finish();
+            match ran {
+                Ok(()) => {
+                    keep.extend(made.keep);
+                    marks.exclude.push((filter.name.clone(), ranges::merge(made.exclude)));
+                    marks.erasures.absorb(made.erasures);
+                }
+                Err(mut e) => {
+                    if !reasons.is_empty() {
+                        e.message = format!("{}; the dump could not give: {}", e.message, reasons.join("; "));
+                    }
+                    filter.failed_at.store(0, Ordering::SeqCst);
+                    filter.health.fail(e);
+                }
+            }
+        }
+        marks.keep = ranges::merge(keep);
+        marks.erasures.seal();
+        marks
     }
 
     /// Whether a metadata filter reads struct pages.
@@ -123,8 +167,7 @@ impl FilterSet {
 
     /// The filters that failed, with their first error.
     pub fn failures(&self) -> Vec<(String, String)> {
-        let all = self.metadata.iter().chain(&self.content);
-        all.filter_map(|f| f.failure().map(|e| (f.name.clone(), e.to_string()))).collect()
+        self.all().filter_map(|f| f.failure().map(|e| (f.name.clone(), e.to_string()))).collect()
     }
 }
 

@@ -128,6 +128,10 @@ impl Input for KdumpInput<'_> {
         Some((self, DumpLevel::recorded(self.reader().dump_level())))
     }
 
+    fn eraseinfo(&self) -> Result<Vec<u8>, vmdump_format::FormatError> {
+        self.reader().eraseinfo()
+    }
+
     fn page_source(&self, _mode: ReadMode, _sparse: bool) -> Box<dyn PageSource + '_> {
         Box::new(KdumpPages {
             input: self,

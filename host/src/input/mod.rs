@@ -51,6 +51,14 @@ pub trait Input: PhysRead + Sync {
     fn earlier(&self) -> Option<(&dyn MetadataFilter, DumpLevel)> {
         None
     }
+    /// What an earlier erase filter overwrote (a dump's eraseinfo); empty
+    /// for a vmcore.
+    ///
+    /// # Errors
+    /// The dump's eraseinfo cannot be read.
+    fn eraseinfo(&self) -> Result<Vec<u8>, vmdump_format::FormatError> {
+        Ok(Vec::new())
+    }
     /// A reader of pages for the reader thread: `mode` for a file that can
     /// be mapped; `sparse` when many pages will be skipped.
     fn page_source(&self, mode: ReadMode, sparse: bool) -> Box<dyn PageSource + '_>;

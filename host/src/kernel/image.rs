@@ -59,15 +59,7 @@ pub fn in_use_pfns<R: PhysRead + ?Sized>(
             vaddr += page;
         }
     }
-    pfns.sort_by_key(|r| r.start);
-    let mut merged: Vec<Range<u64>> = Vec::with_capacity(pfns.len());
-    for r in pfns {
-        match merged.last_mut() {
-            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
-            _ => merged.push(r),
-        }
-    }
-    Ok(merged)
+    Ok(crate::ranges::merge(pfns))
 }
 
 /// Adds `pfn`, growing the last range when it follows it.

@@ -28,6 +28,7 @@ mod error;
 mod mem_section;
 mod memory;
 mod page_offset;
+mod user;
 mod x86_64;
 
 #[cfg(test)]
@@ -39,6 +40,7 @@ pub use error::{Level, XlatError};
 pub use mem_section::{Section, SectionGeometry, SectionTable};
 pub use memory::KernelMemory;
 pub use page_offset::{PageOffset, PageOffsetSource};
+pub use user::{UserRun, UserWalkError, user_pages};
 pub use x86_64::{
     ENTRY_MASK, PAGE_OFFSET_L4, PAGE_OFFSET_L5, PAGE_SIZE as X86_64_PAGE_SIZE, START_KERNEL_MAP, X86_64,
 };

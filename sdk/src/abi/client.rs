@@ -9,6 +9,7 @@
 
 mod checks;
 mod filter;
+mod kernel;
 mod lifecycle;
 
 use std::fmt;
@@ -21,6 +22,7 @@ use crate::abi::{self, CompressorV1, status};
 use crate::{KdumpFormat, LogLevel, Params};
 
 pub use filter::{FilterContext, FilterInfo, FilterModule, FilterPlugin};
+pub use kernel::KernelServices;
 
 /// Why a table is not a usable compressor (checked before any call into it).
 #[derive(Debug, Clone, PartialEq, Eq)]

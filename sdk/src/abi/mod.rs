@@ -8,6 +8,7 @@
 pub mod client;
 pub mod export;
 pub mod host_api;
+pub mod kernel;
 
 use std::ffi::{c_char, c_int, c_void};
 
@@ -16,7 +17,7 @@ pub const PLUGIN_MAGIC: u64 = u64::from_le_bytes(*b"VMDUMPPL");
 /// `VMDUMP_ABI_MAJOR`.
 pub const ABI_MAJOR: u32 = 1;
 /// `VMDUMP_ABI_MINOR`.
-pub const ABI_MINOR: u32 = 0;
+pub const ABI_MINOR: u32 = 1;
 /// The compressor entry symbol for ABI major 1, NUL-terminated for dlsym.
 pub const COMPRESSOR_ENTRY_V1: &[u8] = b"vmdump_compressor_entry_v1\0";
 /// The filter entry symbol for ABI major 1, NUL-terminated for dlsym.
@@ -30,8 +31,10 @@ pub mod needs {
     pub const PAGE: u32 = 0x1;
     /// The page's struct page bytes (a metadata filter).
     pub const STRUCT_PAGE: u32 = 0x2;
-    /// Every bit ABI 1.0 defines; a table with another bit is refused.
-    pub const KNOWN: u32 = PAGE | STRUCT_PAGE;
+    /// ABI 1.1: the `prepare` hook must run (a 1.0 host refuses the bit).
+    pub const KERNEL: u32 = 0x4;
+    /// Every bit this ABI defines; a table with another bit is refused.
+    pub const KNOWN: u32 = PAGE | STRUCT_PAGE | KERNEL;
 }
 
 /// `enum vmdump_verdict` values.
@@ -58,7 +61,24 @@ pub mod status {
     pub const PANICKED: i32 = 5;
     /// Out of memory.
     pub const NO_MEMORY: i32 = 6;
+    /// Kernel services (1.1): no such symbol, type or member.
+    pub const NOT_FOUND: i32 = 7;
+    /// Kernel services (1.1): the memory is not in the dump, or not mapped.
+    pub const UNREADABLE: i32 = 8;
+    /// Kernel services (1.1): the dump cannot give this service.
+    pub const UNAVAILABLE: i32 = 9;
 }
+
+/// `enum vmdump_space` values.
+pub mod space {
+    /// Physical addresses.
+    pub const PHYS: u32 = 0;
+    /// Kernel virtual addresses.
+    pub const KVIRT: u32 = 1;
+}
+
+/// `VMDUMP_ERASE_NULLIFY`: erase with zeros, recorded as "nullify".
+pub const ERASE_NULLIFY: u32 = 0x100;
 
 /// `struct vmdump_error`.
 #[repr(C)]
@@ -298,6 +318,63 @@ pub struct FilterV1 {
 // SAFETY: as for `CompressorV1`: immutable, pointing to static strings and functions.
 unsafe impl Sync for FilterV1 {}
 
+/// `struct vmdump_filter_v1` as ABI 1.1 has it: the 1.0 table and the
+/// field appended. A host reads the appended field only when the table's
+/// `struct_size` covers it (a 1.0 plugin's table ends before it).
+#[repr(C)]
+pub struct FilterV1_1 {
+    /// The fields of ABI 1.0.
+    pub v1_0: FilterV1,
+    /// Required with [`needs::KERNEL`].
+    pub prepare: Option<PrepareFn>,
+}
+
+// SAFETY: as for `FilterV1`.
+unsafe impl Sync for FilterV1_1 {}
+
+/// `vmdump_user_page_fn`.
+///
+/// # Safety
+/// `arg` is the pointer given to `user_pages`.
+pub type UserPageFn = unsafe extern "C" fn(arg: *mut c_void, vaddr: u64, pfn: u64, pages: u64) -> c_int;
+
+/// `struct vmdump_kernel` (ABI 1.1): the services of the `prepare` hook.
+/// Every callback takes the table's own `host` pointer first; strings are
+/// NUL-terminated and out-pointers writable, for the call.
+#[repr(C)]
+pub struct RawKernel {
+    /// Size of the host's table.
+    pub struct_size: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Opaque host pointer.
+    pub host: *mut c_void,
+    /// Symbol address and size.
+    pub symbol: Option<unsafe extern "C" fn(*mut c_void, *const c_char, *mut u64, *mut u64) -> c_int>,
+    /// Type size.
+    pub type_size: Option<unsafe extern "C" fn(*mut c_void, *const c_char, *mut u64) -> c_int>,
+    /// Member offset and size.
+    pub member:
+        Option<unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, *mut u64, *mut u64) -> c_int>,
+    /// Memory read (`space`, address, buffer, length).
+    pub read: Option<unsafe extern "C" fn(*mut c_void, u32, u64, *mut c_void, usize) -> c_int>,
+    /// Walk of a process's present user pages.
+    pub user_pages: Option<unsafe extern "C" fn(*mut c_void, u64, Option<UserPageFn>, *mut c_void) -> c_int>,
+    /// Keep pfns.
+    pub keep: Option<unsafe extern "C" fn(*mut c_void, u64, u64) -> c_int>,
+    /// Exclude pfns.
+    pub exclude: Option<unsafe extern "C" fn(*mut c_void, u64, u64) -> c_int>,
+    /// Erase bytes (`space`, address, length, fill, what).
+    pub erase: Option<unsafe extern "C" fn(*mut c_void, u32, u64, u64, u32, *const c_char) -> c_int>,
+}
+
+/// `prepare` (ABI 1.1).
+///
+/// # Safety
+/// `module` is a live module of the same plugin with no context yet;
+/// `kernel` points at a valid table for the call; `err` is writable.
+pub type PrepareFn = unsafe extern "C" fn(module: *mut c_void, kernel: *const RawKernel, err: *mut RawError) -> c_int;
+
 /// `vmdump_filter_entry_v1`.
 ///
 /// # Safety
@@ -306,6 +383,8 @@ pub type FilterEntryV1 = unsafe extern "C" fn(host_abi_major: u32, host_abi_mino
 
 /// Size of the ABI 1.0 filter table: the least `struct_size` the host accepts.
 pub const FILTER_V1_0_SIZE: usize = std::mem::size_of::<FilterV1>();
+/// Size of the ABI 1.1 filter table, which has `prepare`.
+pub const FILTER_V1_1_SIZE: usize = std::mem::size_of::<FilterV1_1>();
 
 /// `vmdump_compressor_entry_v1`.
 ///
@@ -370,6 +449,18 @@ const _: () = {
     assert!(offset_of!(FilterV1, ctx_finalize) == 80);
     assert!(offset_of!(FilterV1, module_finalize) == 88);
     assert!(size_of::<FilterV1>() == 96);
+    assert!(offset_of!(FilterV1_1, prepare) == 96);
+    assert!(size_of::<FilterV1_1>() == 104);
+    assert!(size_of::<RawKernel>() == 80);
+    assert!(offset_of!(RawKernel, host) == 8);
+    assert!(offset_of!(RawKernel, symbol) == 16);
+    assert!(offset_of!(RawKernel, type_size) == 24);
+    assert!(offset_of!(RawKernel, member) == 32);
+    assert!(offset_of!(RawKernel, read) == 40);
+    assert!(offset_of!(RawKernel, user_pages) == 48);
+    assert!(offset_of!(RawKernel, keep) == 56);
+    assert!(offset_of!(RawKernel, exclude) == 64);
+    assert!(offset_of!(RawKernel, erase) == 72);
 };
 
 // Every table starts with the prefix, so a host may read it through a

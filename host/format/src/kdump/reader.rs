@@ -208,6 +208,29 @@ impl<R: ReadAt> KdumpReader<R> {
         &self.notes
     }
 
+    /// The eraseinfo text (kdump-format.md §1.9): what an erase filter
+    /// overwrote, one `erase ...` line each; empty when the dump has none.
+    ///
+    /// # Errors
+    /// [`FormatError::BadKdump`] when the sub header places it outside the
+    /// file (or claims more than 64 MiB), [`FormatError::Io`].
+    pub fn eraseinfo(&self) -> Result<Vec<u8>, FormatError> {
+        let sub = &self.sub;
+        if sub.size_eraseinfo == 0 {
+            return Ok(Vec::new());
+        }
+        let end = sub.offset_eraseinfo.checked_add(sub.size_eraseinfo);
+        if sub.size_eraseinfo > 64 << 20 || end.is_none_or(|end| end > self.file_size) {
+            let reason = format!("{} bytes there lie outside the file", sub.size_eraseinfo);
+            return Err(FormatError::BadKdump { what: "eraseinfo", offset: sub.offset_eraseinfo, reason });
+        }
+        let mut text = vec![0; sub.size_eraseinfo as usize];
+        self.src
+            .read_exact_at(&mut text, sub.offset_eraseinfo)
+            .map_err(|e| FormatError::io(sub.offset_eraseinfo, sub.size_eraseinfo, e))?;
+        Ok(text)
+    }
+
     /// The parsed VMCOREINFO, if the dump has one.
     pub fn vmcoreinfo(&self) -> Option<&VmcoreInfo> {
         self.vmcoreinfo.as_ref()

@@ -80,6 +80,9 @@ pub struct Preamble<'a> {
     /// The pages of the split piece being written, if it is one (its 2nd
     /// bitmap is the whole machine's, written by the caller with the 1st).
     pub piece_pages: Option<u64>,
+    /// The eraseinfo text (kdump-format.md §1.9), written after the last
+    /// page data with its place in the sub header; empty for none.
+    pub eraseinfo: &'a [u8],
 }
 
 /// The 2nd bitmap, built from the pages that get a descriptor and written
@@ -167,6 +170,9 @@ pub struct KdumpWriter<'s> {
     /// The 2nd bitmap the writer builds; `None` for a split piece.
     dumpable: Option<DumpableBitmap>,
     header: DiskDumpHeader,
+    sub_header: SubHeader,
+    block_size: u64,
+    eraseinfo: Vec<u8>,
     expected_pages: u64,
     pages: u64,
     dropped: u64,
@@ -199,6 +205,9 @@ impl<'s> KdumpWriter<'s> {
             data_end: layout.data_offset,
             dumpable: pre.piece_pages.is_none().then(|| DumpableBitmap::new(layout)),
             header: pre.header,
+            sub_header: pre.sub_header,
+            block_size: u64::from(layout.block_size),
+            eraseinfo: pre.eraseinfo.to_vec(),
             expected_pages: pre.piece_pages.unwrap_or(layout.num_dumpable),
             pages: 0,
             dropped: 0,
@@ -320,10 +329,27 @@ impl<'s> KdumpWriter<'s> {
         if let Some(dumpable) = self.dumpable.as_mut() {
             dumpable.finish(self.sink)?;
         }
+        match self.write_eraseinfo() {
+            Err(e) if e.is_out_of_space() => {}
+            other => other?,
+        }
         self.header.status |= DUMP_DH_COMPRESSED_INCOMPLETE;
         self.sink.write_at(0, &self.header.encode())?;
         self.sink.finish()?;
         Ok((self.pages, self.sink.bytes_written()))
+    }
+
+    /// Writes the eraseinfo after the last page data and points the sub
+    /// header at it (nothing without eraseinfo).
+    fn write_eraseinfo(&mut self) -> Result<(), SinkError> {
+        if self.eraseinfo.is_empty() {
+            return Ok(());
+        }
+        self.sink.write_at(self.data_end, &self.eraseinfo)?;
+        self.sub_header.offset_eraseinfo = self.data_end;
+        self.sub_header.size_eraseinfo = self.eraseinfo.len() as u64;
+        self.data_end += self.eraseinfo.len() as u64;
+        self.sink.write_at(self.block_size, &self.sub_header.encode())
     }
 
     /// Writes what is left, then (once the rest is on disk, when the sink
@@ -339,6 +365,7 @@ impl<'s> KdumpWriter<'s> {
         if let Some(dumpable) = self.dumpable.as_mut() {
             dumpable.finish(self.sink)?;
         }
+        self.write_eraseinfo()?;
         self.sink.sync_data()?;
         if self.lost > 0 {
             self.header.status |= DUMP_DH_COMPRESSED_INCOMPLETE;

@@ -6,9 +6,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::checks::{c_text, check_name, check_prefix, check_required};
+use super::kernel::{KernelServices, with_kernel_table};
 use super::lifecycle::{LiveContext, LiveModule, call_error, new_error};
 use super::{CallError, HostServices, TableError};
-use crate::abi::{FilterV1, RawPage, status, verdict};
+use crate::abi::{FILTER_V1_1_SIZE, FilterV1, FilterV1_1, PrepareFn, RawPage, status, verdict};
 use crate::{Needs, Params, Verdict};
 
 #[cfg(test)]
@@ -33,6 +34,20 @@ pub struct FilterInfo {
 #[derive(Clone, Copy)]
 pub struct FilterPlugin {
     table: &'static FilterV1,
+    /// ABI 1.1's `prepare`, when the table has it.
+    prepare: Option<PrepareFn>,
+}
+
+/// `prepare` of a table whose `struct_size` covers it (ABI 1.1), else `None`.
+///
+/// # Safety
+/// `table` is a validated table, readable for `struct_size` bytes.
+unsafe fn appended_prepare(table: &'static FilterV1) -> Option<PrepareFn> {
+    if (table.struct_size as usize) < FILTER_V1_1_SIZE {
+        return None;
+    }
+    // SAFETY: struct_size covers the 1.1 table, which starts with the 1.0 one.
+    unsafe { (*std::ptr::from_ref(table).cast::<FilterV1_1>()).prepare }
 }
 
 impl fmt::Debug for FilterPlugin {
@@ -56,16 +71,19 @@ impl FilterPlugin {
     pub unsafe fn from_raw(table: *const FilterV1) -> Result<Self, TableError> {
         // SAFETY: the caller's contract is check_prefix's.
         let table = unsafe { check_prefix(table) }?;
+        let needs = Needs::from_bits(table.needs).ok_or(TableError::BadNeeds(table.needs))?;
+        // SAFETY: a table whose prefix checked out, readable for struct_size.
+        let prepare = unsafe { appended_prepare(table) };
         check_required(&[
             ("module_init", table.module_init.is_some()),
             ("ctx_init", table.ctx_init.is_some()),
-            ("classify", table.classify.is_some()),
+            ("classify", table.classify.is_some() || needs == Needs::KERNEL),
             ("ctx_finalize", table.ctx_finalize.is_some()),
             ("module_finalize", table.module_finalize.is_some()),
+            ("prepare", prepare.is_some() || !needs.contains(Needs::KERNEL)),
         ])?;
         check_name(table.name)?;
-        Needs::from_bits(table.needs).ok_or(TableError::BadNeeds(table.needs))?;
-        Ok(Self { table })
+        Ok(Self { table, prepare: prepare.filter(|_| needs.contains(Needs::KERNEL)) })
     }
 
     /// Wraps a table exported by [`export_filter!`](crate::export_filter) in
@@ -108,7 +126,13 @@ impl FilterPlugin {
     pub fn init(&self, params: &Params, host: Arc<dyn HostServices>) -> Result<FilterModule, CallError> {
         let callbacks = (self.table.module_init, self.table.module_finalize);
         let live = LiveModule::init(callbacks, self.name(), params, host)?;
-        Ok(FilterModule { table: self.table, needs: self.needs(), live })
+        Ok(FilterModule { table: self.table, needs: self.needs(), prepare: self.prepare, live })
+    }
+
+    /// Whether the filter is ever asked about a page (a filter that decides
+    /// in `prepare` alone is not).
+    pub fn classifies(&self) -> bool {
+        self.table.classify.is_some()
     }
 }
 
@@ -116,6 +140,7 @@ impl FilterPlugin {
 pub struct FilterModule {
     table: &'static FilterV1,
     needs: Needs,
+    prepare: Option<PrepareFn>,
     live: LiveModule,
 }
 
@@ -129,6 +154,26 @@ impl FilterModule {
     /// What the filter looks at.
     pub fn needs(&self) -> Needs {
         self.needs
+    }
+
+    /// Whether the filter is ever asked about a page.
+    pub fn classifies(&self) -> bool {
+        self.table.classify.is_some()
+    }
+
+    /// Runs the `prepare` hook (ABI 1.1) with `kernel`; nothing for a
+    /// filter without [`Needs::KERNEL`]. Before any context: `&mut self`.
+    ///
+    /// # Errors
+    /// The plugin's failure.
+    pub fn prepare(&mut self, kernel: &dyn KernelServices) -> Result<(), CallError> {
+        let Some(prepare) = self.prepare else { return Ok(()) };
+        let mut err = new_error();
+        let state = self.live.state;
+        // SAFETY: a validated table's hook on its live module, which has no
+        // context (they borrow the module); the kernel table is valid for the call.
+        let code = with_kernel_table(kernel, |table| unsafe { prepare(state, table, &mut err) });
+        if code == status::OK { Ok(()) } else { Err(call_error("prepare", code, &err)) }
     }
 
     /// Creates one per-thread context.
@@ -195,7 +240,7 @@ impl FilterContext<'_> {
             struct_page,
             struct_page_len,
         };
-        let classify = self.module.table.classify.expect("validated table");
+        let Some(classify) = self.module.table.classify else { return Ok(Verdict::Keep) };
         let mut decided = verdict::KEEP;
         let mut err = new_error();
         // SAFETY: live context used by this thread only; the page and its

@@ -4,29 +4,38 @@
 use std::ffi::{CStr, c_int, c_void};
 
 use super::{AsFilter, ctx_init, finalize, guarded, module_init, offered, src_slice};
-use crate::abi::{self, FilterV1, RawError, RawPage};
-use crate::{Filter, FilterFactory, Needs, PageView, SdkError};
+use crate::abi::{self, FilterV1, FilterV1_1, RawError, RawKernel, RawPage, needs};
+use crate::{Filter, FilterFactory, Kernel, Needs, PageView, SdkError};
 
 /// A filter table built by [`filter_table`] from a safe Rust factory: its
 /// callbacks are the SDK's trampolines, so it follows the contract by
 /// construction and can be wrapped without `unsafe`
 /// ([`FilterPlugin::from_exported`](crate::client::FilterPlugin::from_exported)).
-pub struct ExportedFilterTable(FilterV1);
+pub struct ExportedFilterTable(FilterV1_1);
 
 impl ExportedFilterTable {
-    /// The raw table, for the entry symbol.
+    /// The raw table, for the entry symbol (its `struct_size` covers the
+    /// fields of ABI 1.1 that follow the 1.0 ones).
     pub const fn as_raw(&'static self) -> &'static FilterV1 {
-        &self.0
+        &self.0.v1_0
     }
 }
 
 /// The ABI table of filter factory `F`, built at compile time.
+///
+/// # Panics
+/// At compile time, for a factory that does not classify
+/// ([`FilterFactory::CLASSIFIES`] `false`) but needs more than [`Needs::KERNEL`].
 pub const fn filter_table<F: FilterFactory>(version: &'static CStr) -> ExportedFilterTable {
-    ExportedFilterTable(FilterV1 {
+    assert!(
+        F::CLASSIFIES || F::NEEDS.bits() == needs::KERNEL,
+        "a filter that does not classify decides in prepare alone: its NEEDS must be exactly Needs::KERNEL"
+    );
+    ExportedFilterTable(FilterV1_1 { v1_0: FilterV1 {
         magic: abi::PLUGIN_MAGIC,
         abi_major: abi::ABI_MAJOR,
         abi_minor: abi::ABI_MINOR,
-        struct_size: std::mem::size_of::<FilterV1>() as u32,
+        struct_size: std::mem::size_of::<FilterV1_1>() as u32,
         flags: 0,
         name: F::NAME.as_ptr(),
         version: version.as_ptr(),
@@ -35,20 +44,46 @@ pub const fn filter_table<F: FilterFactory>(version: &'static CStr) -> ExportedF
         reserved: 0,
         module_init: Some(module_init::<AsFilter<F>>),
         ctx_init: Some(ctx_init::<AsFilter<F>>),
-        classify: Some(classify::<F>),
+        classify: if F::CLASSIFIES { Some(classify::<F>) } else { None },
         ctx_finalize: Some(finalize::<F::Context>),
         module_finalize: Some(finalize::<F>),
-    })
+    }, prepare: Some(prepare::<F>) })
 }
 
 /// The body of `vmdump_filter_entry_v1`: the table, or null for a host of
-/// another major version.
+/// another major version, and for a 1.0 host when the filter needs its
+/// `prepare` hook (that host would not run it; it would also refuse the
+/// `needs` bit).
 pub fn filter_entry(
     table: &'static ExportedFilterTable,
     host_abi_major: u32,
-    _host_abi_minor: u32,
+    host_abi_minor: u32,
 ) -> *const FilterV1 {
-    offered(table.as_raw(), host_abi_major)
+    let raw = table.as_raw();
+    if raw.needs & needs::KERNEL != 0 && host_abi_minor < 1 {
+        return std::ptr::null();
+    }
+    offered(raw, host_abi_major)
+}
+
+/// The `prepare` trampoline (ABI 1.1).
+///
+/// # Safety
+/// As [`crate::abi::PrepareFn`]: `module` came from this plugin's
+/// module_init and no context of it exists.
+unsafe extern "C" fn prepare<F: FilterFactory>(
+    module: *mut c_void,
+    kernel: *const RawKernel,
+    err: *mut RawError,
+) -> c_int {
+    guarded(err, || {
+        // SAFETY: the host passes a kernel table valid during the call.
+        let kernel = unsafe { Kernel::from_raw(kernel) }?;
+        // SAFETY: `module` is this plugin's live module, with no context yet
+        // (header contract), so this is its only reference.
+        let factory = unsafe { &mut *module.cast::<F>() };
+        factory.prepare(&kernel)
+    })
 }
 
 /// The bytes of a `vmdump_page` field: `None` when the filter did not ask for
