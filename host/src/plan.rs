@@ -200,7 +200,10 @@ impl<'a> Plan<'a> {
 /// The input's eraseinfo followed by the lines of this run's erasures.
 fn eraseinfo(input: &dyn Input, exclusion: &Exclusion<'_>, notes: &mut Vec<String>) -> Vec<u8> {
     let mut text = input.eraseinfo().unwrap_or_else(|e| {
-        notes.push(format!("the eraseinfo of {} cannot be read ({e}): it is not carried over", input.path().display()));
+        notes.push(format!(
+            "the eraseinfo of {} cannot be read ({e}): it is not carried over",
+            input.path().display()
+        ));
         Vec::new()
     });
     text.extend_from_slice(exclusion.marks().erasures.eraseinfo().as_bytes());

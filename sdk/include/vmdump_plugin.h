@@ -374,12 +374,15 @@ struct vmdump_kernel {
 
     /**
      * The byte offset and size of `member` in the struct or union `type`
-     * (named as for type_size). `member` may be nested ("signal.rlim" or
-     * "mm.pgd": members of members, not through pointers) and goes through
-     * anonymous structs and unions as C does. A bitfield is refused
+     * (named as for type_size), and its type's C name ("struct mm_struct *",
+     * "char [16]", "pgd_t *") into `type_name` (NUL-terminated, cut to
+     * `type_name_len`; NULL for none). `member` may be nested ("signal.rlim":
+     * members of members, not through pointers) and goes through anonymous
+     * structs and unions as C does. A bitfield is refused
      * (VMDUMP_ERR_INVALID_PARAM): it has no byte offset.
      */
-    int (*member)(void *host, const char *type, const char *member, uint64_t *offset, uint64_t *size);
+    int (*member)(void *host, const char *type, const char *member, uint64_t *offset, uint64_t *size,
+                  char *type_name, size_t type_name_len);
 
     /** Reads `len` bytes at `addr` of `space` into `buf` (any length, across pages). */
     int (*read)(void *host, uint32_t space, uint64_t addr, void *buf, size_t len);

@@ -16,6 +16,7 @@
 //! threads give the same bytes as one; an unknown parameter is refused.
 
 mod filter;
+mod kernel;
 
 use std::fmt;
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use crate::client::{CompressorModule, CompressorPlugin, StderrHost};
 use crate::{KdumpFormat, Params};
 
 pub use filter::{FilterReport, PageCase, check_filter};
+pub use kernel::{Erasure, FakeKernel, KernelFilterReport, KernelMarks, PAGE_OFFSET, check_kernel_filter};
 
 /// Page size used by the kit (the x86_64 page).
 pub const PAGE_SIZE: usize = 4096;

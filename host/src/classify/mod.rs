@@ -85,12 +85,31 @@ pub struct ClassCounts {
     /// in [`ClassCounts::total`].
     pub image_kept: u64,
     /// Pages filter plugins marked to keep that their struct pages would
-    /// have left out ([`PageClassifier::keeping`]): not counted in
-    /// [`ClassCounts::total`].
-    pub filter_kept: u64,
+    /// have left out ([`PageClassifier::keeping`]), by [`PageClass`] (its
+    /// index): not counted in [`ClassCounts::total`].
+    pub filter_kept: [u64; 6],
 }
 
 impl ClassCounts {
+    /// Pages filter plugins kept that the classes would have left out.
+    pub fn filter_kept_total(&self) -> u64 {
+        self.filter_kept.iter().sum()
+    }
+
+    /// Pages of `class` as the kernel counts them: those left out and
+    /// those a filter kept.
+    pub fn classified(&self, class: PageClass) -> u64 {
+        let left_out = match class {
+            PageClass::Cache => self.cache,
+            PageClass::CachePrivate => self.cache_private,
+            PageClass::User => self.user,
+            PageClass::Free => self.free,
+            PageClass::Hwpoison => self.hwpoison,
+            PageClass::Offline => self.offline,
+        };
+        left_out + self.filter_kept[class as usize]
+    }
+
     /// Adds `n` pages to `class`.
     pub fn add(&mut self, class: PageClass, n: u64) {
         *match class {
@@ -120,7 +139,7 @@ impl AddAssign for ClassCounts {
         self.earlier += o.earlier;
         self.unclassified += o.unclassified;
         self.image_kept += o.image_kept;
-        self.filter_kept += o.filter_kept;
+        self.filter_kept.iter_mut().zip(o.filter_kept).for_each(|(a, b)| *a += b);
         self.first_unclassified = match (self.first_unclassified, o.first_unclassified) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -30,7 +30,8 @@ impl Marker<'_> {
     /// the protected and kept ones, which are counted as kept.
     pub(crate) fn exclude(&mut self, pfns: Range<u64>, class: PageClass) {
         let inside = pfns.start.max(self.window.start)..pfns.end.min(self.window.end);
-        let (protected, kept) = (ranges::meeting(self.protected, &inside), ranges::meeting(self.kept, &inside));
+        let (protected, kept) =
+            (ranges::meeting(self.protected, &inside), ranges::meeting(self.kept, &inside));
         let (mut n, mut image_kept, mut filter_kept) = (0, 0, 0);
         for pfn in inside.filter(|&pfn| (self.is_ram)(pfn)) {
             if ranges::holds(protected, pfn) {
@@ -45,7 +46,7 @@ impl Marker<'_> {
         }
         self.counts.add(class, n);
         self.counts.image_kept += image_kept;
-        self.counts.filter_kept += filter_kept;
+        self.counts.filter_kept[class as usize] += filter_kept;
     }
 
     /// Counts the RAM pfns of `pfns` (inside the window) as kept without a

@@ -54,6 +54,8 @@ pub struct DumpReport {
     /// Why the kernel image in use could not be kept against its struct
     /// pages, when the level classifies them.
     pub image_unprotected: Option<String>,
+    /// Bytes filters erased, and the eraseinfo lines that record them.
+    pub erased: (u64, usize),
 }
 
 impl DumpReport {
@@ -89,6 +91,10 @@ impl DumpReport {
                 .kernel()
                 .filter(|_| !plan.level().classified().is_empty())
                 .and_then(|k| k.image_pfns().err().map(|e| e.to_string())),
+            erased: {
+                let erasures = &plan.exclusion().marks().erasures;
+                (erasures.bytes(), erasures.eraseinfo().lines().count())
+            },
             self_check: match plan.exclusion().kernel() {
                 Some(kernel) => self_check::check(kernel, plan.level(), &excluded.classes),
                 None => Ok(Vec::new()),
@@ -268,6 +274,20 @@ impl DumpReport {
                 t,
                 "Kernel image    : {} pages in use kept, which their struct pages would have left out",
                 self.excluded.image_kept
+            );
+        }
+        if self.excluded.filter_kept_total() > 0 {
+            let _ = writeln!(
+                t,
+                "Kept by filters : {} pages filter plugins marked to keep, which the dump level would have left out",
+                self.excluded.filter_kept_total()
+            );
+        }
+        if self.erased.0 > 0 {
+            let _ = writeln!(
+                t,
+                "Erased          : {} bytes, recorded in the dump's eraseinfo ({} lines)",
+                self.erased.0, self.erased.1
             );
         }
         if let Some(seconds) = self.classify_seconds {

@@ -3,7 +3,7 @@
 //! A kernel change that breaks the classification shows here, at dump
 //! time, as counts far apart (docs/kernel-map.md §7).
 
-use crate::classify::ClassCounts;
+use crate::classify::{ClassCounts, PageClass};
 use crate::kernel::KernelView;
 use crate::kernel::counters::KernelCounters;
 use crate::level::DumpLevel;
@@ -46,15 +46,16 @@ pub fn check(
         |class, counter, ours, kernel| CounterCheck { class, counter, ours, kernel, bound: counters.bound };
     let mut checks = Vec::new();
     if classified.contains(DumpLevel::FREE) {
-        checks.push(check("free pages", "NR_FREE_PAGES", counts.free, counters.free));
+        checks.push(check("free pages", "NR_FREE_PAGES", counts.classified(PageClass::Free), counters.free));
     }
     // Page cache is both cache classes; with one of them only, the other
     // is not counted.
     if classified.contains(DumpLevel::CACHE) && classified.contains(DumpLevel::CACHE_PRIVATE) {
-        checks.push(check("page cache", "NR_FILE_PAGES", counts.cache + counts.cache_private, counters.file));
+        let cache = counts.classified(PageClass::Cache) + counts.classified(PageClass::CachePrivate);
+        checks.push(check("page cache", "NR_FILE_PAGES", cache, counters.file));
     }
     if classified.contains(DumpLevel::USER) {
-        checks.push(check("user data", "NR_ANON_MAPPED", counts.user, counters.anon));
+        checks.push(check("user data", "NR_ANON_MAPPED", counts.classified(PageClass::User), counters.anon));
     }
     Ok(checks)
 }

@@ -38,7 +38,12 @@ pub struct ContentStage<'f> {
 impl<'f> ContentStage<'f> {
     /// The stage of dump `level`, the content filter `plugins` and the
     /// filters' `erasures`.
-    pub fn new(level: DumpLevel, plugins: &'f [PluginFilter], erasures: &'f Erasures, page_size: u64) -> Self {
+    pub fn new(
+        level: DumpLevel,
+        plugins: &'f [PluginFilter],
+        erasures: &'f Erasures,
+        page_size: u64,
+    ) -> Self {
         let plugins = FilterStage::new(plugins);
         Self { exclude_zero: level.excludes_zero_pages(), plugins, erasures, page_size, zero: 0 }
     }

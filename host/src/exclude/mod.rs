@@ -19,10 +19,10 @@
 //! engine: its errors are [`ExcludeError`].
 
 mod classifier;
-pub mod marks;
-mod prepare;
 pub mod content;
+pub mod marks;
 pub mod plugins;
+mod prepare;
 mod windows;
 
 use std::ops::Range;

@@ -74,7 +74,11 @@ impl<'k> PrepareHost<'k> {
         self.btf()?.aggregate(name.unwrap_or(type_name).trim()).ok_or(ServiceError::NotFound)
     }
 
-    fn mark(&self, pfns: Range<u64>, to: impl FnOnce(&mut HookMarks) -> &mut Vec<Range<u64>>) -> Result<(), ServiceError> {
+    fn mark(
+        &self,
+        pfns: Range<u64>,
+        to: impl FnOnce(&mut HookMarks) -> &mut Vec<Range<u64>>,
+    ) -> Result<(), ServiceError> {
         let mut marks = self.marks.borrow_mut();
         let list = to(&mut marks);
         if list.len() >= MAX_MARKED_RANGES {
@@ -89,7 +93,13 @@ impl<'k> PrepareHost<'k> {
 
     /// The pieces of `len` bytes at `addr`, split at page boundaries and
     /// translated to physical addresses, each page checked to be in the dump.
-    fn erase_pieces(&self, space: Space, addr: u64, len: u64, byte: u8) -> Result<Vec<ErasePiece>, ServiceError> {
+    fn erase_pieces(
+        &self,
+        space: Space,
+        addr: u64,
+        len: u64,
+        byte: u8,
+    ) -> Result<Vec<ErasePiece>, ServiceError> {
         let kernel = self.kernel()?;
         let memory = kernel.memory();
         let page = memory.page_size();
@@ -120,7 +130,11 @@ impl KernelServices for PrepareHost<'_> {
             return Ok((s.address, s.size.unwrap_or(0)));
         }
         let in_modules = kernel.modules().ok().and_then(|modules| {
-            modules.iter().flat_map(|m| m.symbols()).find(|s| s.name == name).map(|s| (s.address, s.size.unwrap_or(0)))
+            modules
+                .iter()
+                .flat_map(|m| m.symbols())
+                .find(|s| s.name == name)
+                .map(|s| (s.address, s.size.unwrap_or(0)))
         });
         in_modules.ok_or(ServiceError::NotFound)
     }
@@ -134,13 +148,13 @@ impl KernelServices for PrepareHost<'_> {
         btf.named(plain).find_map(|t| btf.size_of(t.id)).ok_or(ServiceError::NotFound)
     }
 
-    fn member(&self, type_name: &str, member: &str) -> Result<(u64, u64), ServiceError> {
+    fn member(&self, type_name: &str, member: &str) -> Result<(u64, u64, String), ServiceError> {
         let btf = self.btf()?;
         let found = btf.member(self.aggregate(type_name)?, member).ok_or(ServiceError::NotFound)?;
         if found.bitfield_size != 0 || found.bit_offset % 8 != 0 {
             return Err(ServiceError::Invalid);
         }
-        Ok((found.offset(), btf.size_of(found.type_id).unwrap_or(0)))
+        Ok((found.offset(), btf.size_of(found.type_id).unwrap_or(0), btf.type_name(found.type_id)))
     }
 
     fn read(&self, space: Space, addr: u64, buf: &mut [u8]) -> Result<(), ServiceError> {
@@ -154,7 +168,10 @@ impl KernelServices for PrepareHost<'_> {
                 while done < buf.len() {
                     let at = addr.checked_add(done as u64).ok_or(ServiceError::Invalid)?;
                     let len = (buf.len() - done).min((page - at % page) as usize);
-                    memory.phys().read_phys(at, &mut buf[done..done + len]).map_err(|_| ServiceError::Unreadable)?;
+                    memory
+                        .phys()
+                        .read_phys(at, &mut buf[done..done + len])
+                        .map_err(|_| ServiceError::Unreadable)?;
                     done += len;
                 }
                 Ok(())

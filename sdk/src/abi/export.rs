@@ -172,7 +172,8 @@ unsafe fn read_params(params: *const RawParams) -> Result<Params, SdkError> {
         let s = unsafe { CStr::from_ptr(p) };
         s.to_str().map(str::to_owned).map_err(|_| SdkError::InvalidParam("parameter is not UTF-8".into()))
     };
-    let pairs: Result<Vec<_>, _> = items.iter().map(|p| Ok::<_, SdkError>((text(p.key)?, text(p.value)?))).collect();
+    let pairs: Result<Vec<_>, _> =
+        items.iter().map(|p| Ok::<_, SdkError>((text(p.key)?, text(p.value)?))).collect();
     Ok(Params::new(pairs?))
 }
 

@@ -161,13 +161,15 @@ pub struct SymbolInfo {
     pub size: u64,
 }
 
-/// A member's byte offset in its struct and its size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A member's byte offset in its struct, its size and its type.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberInfo {
     /// Bytes from the start of the outermost struct.
     pub offset: u64,
     /// Its size in bytes.
     pub size: u64,
+    /// Its type's C name (`struct mm_struct *`, `char [16]`).
+    pub type_name: String,
 }
 
 /// The kernel services a `prepare` hook is given (valid during the hook).
@@ -202,9 +204,13 @@ impl<'k> Kernel<'k> {
     /// A null table, or one shorter than ABI 1.1's.
     pub unsafe fn from_raw(raw: *const RawKernel) -> Result<Self, SdkError> {
         // SAFETY: the caller's contract.
-        let raw = unsafe { raw.as_ref() }.ok_or_else(|| SdkError::failed("the host gave no kernel services"))?;
+        let raw =
+            unsafe { raw.as_ref() }.ok_or_else(|| SdkError::failed("the host gave no kernel services"))?;
         if (raw.struct_size as usize) < std::mem::size_of::<RawKernel>() {
-            return Err(SdkError::failed(format!("the host's vmdump_kernel is only {} bytes", raw.struct_size)));
+            return Err(SdkError::failed(format!(
+                "the host's vmdump_kernel is only {} bytes",
+                raw.struct_size
+            )));
         }
         Ok(Self { raw })
     }
@@ -254,14 +260,17 @@ impl<'k> Kernel<'k> {
     pub fn member(&self, type_name: &str, member: &str) -> Result<MemberInfo, KernelError> {
         let asked = || format!("member `{member}` of `{type_name}`");
         let (c_type, c_member) = (c_string(type_name, asked)?, c_string(member, asked)?);
-        let (mut offset, mut size) = (0, 0);
-        // SAFETY: as in `symbol`.
-        let f = self
-            .raw
-            .member
-            .map(|f| move |h| unsafe { f(h, c_type.as_ptr(), c_member.as_ptr(), &mut offset, &mut size) });
+        let (mut offset, mut size, mut name) = (0, 0, [0u8; 256]);
+        let (name_ptr, name_len) = (name.as_mut_ptr().cast(), name.len());
+        // SAFETY: as in `symbol`, with a name buffer writable for its length.
+        let f = self.raw.member.map(|f| {
+            move |h| unsafe {
+                f(h, c_type.as_ptr(), c_member.as_ptr(), &mut offset, &mut size, name_ptr, name_len)
+            }
+        });
         self.call(f, asked)?;
-        Ok(MemberInfo { offset, size })
+        let end = name.iter().position(|&b| b == 0).unwrap_or(0);
+        Ok(MemberInfo { offset, size, type_name: String::from_utf8_lossy(&name[..end]).into_owned() })
     }
 
     /// Reads `buf.len()` bytes at `addr` of `space`.
@@ -295,7 +304,11 @@ impl<'k> Kernel<'k> {
     /// # Errors
     /// The tables are unreadable, the architecture is not walked, or the
     /// visitor stopped the walk (`ServiceError::Other`).
-    pub fn user_pages(&self, pgd: u64, mut visit: impl FnMut(u64, u64, u64) -> bool) -> Result<(), KernelError> {
+    pub fn user_pages(
+        &self,
+        pgd: u64,
+        mut visit: impl FnMut(u64, u64, u64) -> bool,
+    ) -> Result<(), KernelError> {
         let mut visit: &mut dyn FnMut(u64, u64, u64) -> bool = &mut visit;
         let arg = std::ptr::from_mut(&mut visit).cast::<c_void>();
         // SAFETY: a valid table's callback; `arg` is the visitor the
@@ -332,7 +345,14 @@ impl<'k> Kernel<'k> {
     /// # Errors
     /// A page of the range is unmapped or not in the dump (nothing erased),
     /// or `what` holds a space, a newline or a NUL.
-    pub fn erase(&self, space: Space, addr: u64, len: u64, fill: Fill, what: &str) -> Result<(), KernelError> {
+    pub fn erase(
+        &self,
+        space: Space,
+        addr: u64,
+        len: u64,
+        fill: Fill,
+        what: &str,
+    ) -> Result<(), KernelError> {
         let asked = || format!("erase of `{what}` ({len} bytes at {addr:#x})");
         let c_what = c_string(what, asked)?;
         // SAFETY: a valid table's callback and a NUL-terminated string.

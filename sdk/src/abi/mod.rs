@@ -338,6 +338,17 @@ unsafe impl Sync for FilterV1_1 {}
 /// `arg` is the pointer given to `user_pages`.
 pub type UserPageFn = unsafe extern "C" fn(arg: *mut c_void, vaddr: u64, pfn: u64, pages: u64) -> c_int;
 
+/// `vmdump_kernel.member`: type, member, offset, size, type name buffer and its length.
+pub type MemberFn = unsafe extern "C" fn(
+    *mut c_void,
+    *const c_char,
+    *const c_char,
+    *mut u64,
+    *mut u64,
+    *mut c_char,
+    usize,
+) -> c_int;
+
 /// `struct vmdump_kernel` (ABI 1.1): the services of the `prepare` hook.
 /// Every callback takes the table's own `host` pointer first; strings are
 /// NUL-terminated and out-pointers writable, for the call.
@@ -353,9 +364,8 @@ pub struct RawKernel {
     pub symbol: Option<unsafe extern "C" fn(*mut c_void, *const c_char, *mut u64, *mut u64) -> c_int>,
     /// Type size.
     pub type_size: Option<unsafe extern "C" fn(*mut c_void, *const c_char, *mut u64) -> c_int>,
-    /// Member offset and size.
-    pub member:
-        Option<unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, *mut u64, *mut u64) -> c_int>,
+    /// Member offset, size and type name (buffer and its length).
+    pub member: Option<MemberFn>,
     /// Memory read (`space`, address, buffer, length).
     pub read: Option<unsafe extern "C" fn(*mut c_void, u32, u64, *mut c_void, usize) -> c_int>,
     /// Walk of a process's present user pages.
@@ -373,7 +383,8 @@ pub struct RawKernel {
 /// # Safety
 /// `module` is a live module of the same plugin with no context yet;
 /// `kernel` points at a valid table for the call; `err` is writable.
-pub type PrepareFn = unsafe extern "C" fn(module: *mut c_void, kernel: *const RawKernel, err: *mut RawError) -> c_int;
+pub type PrepareFn =
+    unsafe extern "C" fn(module: *mut c_void, kernel: *const RawKernel, err: *mut RawError) -> c_int;
 
 /// `vmdump_filter_entry_v1`.
 ///

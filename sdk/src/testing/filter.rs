@@ -181,6 +181,20 @@ fn check_threads(module: &FilterModule, cases: &[(PageCase, Verdict)]) -> Result
     })
 }
 
+/// Each case gets its expected verdict from a fresh context of `module`,
+/// from a context that classified many other pages first, and from four
+/// threads with their own contexts.
+pub(super) fn check_verdicts(
+    module: &FilterModule,
+    needs: Needs,
+    cases: &[(PageCase, Verdict)],
+) -> Result<(), Failure> {
+    check_cases_fit(needs, cases)?;
+    expect_verdicts("verdicts", &mut new_context(module)?, cases.iter())?;
+    check_context_reuse(module, cases)?;
+    check_threads(module, cases)
+}
+
 /// Checks filter `plugin` with `params`: an unknown parameter is refused;
 /// each case gets its expected verdict from a fresh context, from a context
 /// that classified many other pages first, and from four threads with
@@ -195,13 +209,13 @@ pub fn check_filter(
     cases: &[(PageCase, Verdict)],
 ) -> Result<FilterReport, Failure> {
     let info = plugin.info();
-    check_cases_fit(info.needs, cases)?;
     let host = Arc::new(StderrHost);
     check_unknown_key_refused(params, |bogus| plugin.init(bogus, host.clone()).is_ok())?;
+    if info.needs.contains(Needs::KERNEL) {
+        return Err(fail("needs", "", "the filter has a prepare hook: check it with check_kernel_filter"));
+    }
     let module = plugin.init(params, host).map_err(|e| fail("module_init", "", e))?;
-    expect_verdicts("verdicts", &mut new_context(&module)?, cases.iter())?;
-    check_context_reuse(&module, cases)?;
-    check_threads(&module, cases)?;
+    check_verdicts(&module, info.needs, cases)?;
     Ok(FilterReport {
         name: info.name,
         needs: info.needs,

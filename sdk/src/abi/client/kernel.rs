@@ -22,11 +22,11 @@ pub trait KernelServices {
     /// # Errors
     /// No such type, or no BTF.
     fn type_size(&self, type_name: &str) -> Result<u64, ServiceError>;
-    /// The byte offset and size of `member` (`a.b.c`) in `type_name`.
+    /// The byte offset, size and type's C name of `member` (`a.b.c`) in `type_name`.
     ///
     /// # Errors
     /// No such type or member, a bitfield, or no BTF.
-    fn member(&self, type_name: &str, member: &str) -> Result<(u64, u64), ServiceError>;
+    fn member(&self, type_name: &str, member: &str) -> Result<(u64, u64, String), ServiceError>;
     /// Fills `buf` from `addr` of `space`.
     ///
     /// # Errors
@@ -96,7 +96,12 @@ fn text(ptr: *const c_char) -> Result<String, ServiceError> {
     c_text(ptr).ok_or(ServiceError::Invalid)
 }
 
-unsafe extern "C" fn k_symbol(host: *mut c_void, name: *const c_char, address: *mut u64, size: *mut u64) -> c_int {
+unsafe extern "C" fn k_symbol(
+    host: *mut c_void,
+    name: *const c_char,
+    address: *mut u64,
+    size: *mut u64,
+) -> c_int {
     // SAFETY: `host` is the call's KernelCell (kernel_table).
     let s = unsafe { services(host) };
     // SAFETY: out-pointers null or writable (header contract).
@@ -119,14 +124,21 @@ unsafe extern "C" fn k_member(
     member: *const c_char,
     offset: *mut u64,
     size: *mut u64,
+    name: *mut c_char,
+    name_len: usize,
 ) -> c_int {
     // SAFETY: as k_symbol.
     let s = unsafe { services(host) };
     let found = text(type_name).and_then(|t| s.member(&t, &text(member)?));
-    // SAFETY: as k_symbol.
-    answer(found, |(o, z)| unsafe {
+    // SAFETY: as k_symbol; `name` is null or writable for `name_len` bytes.
+    answer(found, |(o, z, n)| unsafe {
         put(offset, o);
         put(size, z);
+        if !name.is_null() && name_len > 0 {
+            let len = n.len().min(name_len - 1);
+            std::ptr::copy_nonoverlapping(n.as_ptr(), name.cast::<u8>(), len);
+            *name.add(len) = 0;
+        }
     })
 }
 
@@ -145,7 +157,12 @@ unsafe extern "C" fn k_read(host: *mut c_void, space: u32, addr: u64, buf: *mut 
     answer(s.read(space, addr, buf), |()| {})
 }
 
-unsafe extern "C" fn k_user_pages(host: *mut c_void, pgd: u64, visit: Option<UserPageFn>, arg: *mut c_void) -> c_int {
+unsafe extern "C" fn k_user_pages(
+    host: *mut c_void,
+    pgd: u64,
+    visit: Option<UserPageFn>,
+    arg: *mut c_void,
+) -> c_int {
     // SAFETY: as k_symbol.
     let s = unsafe { services(host) };
     let Some(visit) = visit else { return status::INVALID_PARAM };

@@ -31,23 +31,26 @@ pub const fn filter_table<F: FilterFactory>(version: &'static CStr) -> ExportedF
         F::CLASSIFIES || F::NEEDS.bits() == needs::KERNEL,
         "a filter that does not classify decides in prepare alone: its NEEDS must be exactly Needs::KERNEL"
     );
-    ExportedFilterTable(FilterV1_1 { v1_0: FilterV1 {
-        magic: abi::PLUGIN_MAGIC,
-        abi_major: abi::ABI_MAJOR,
-        abi_minor: abi::ABI_MINOR,
-        struct_size: std::mem::size_of::<FilterV1_1>() as u32,
-        flags: 0,
-        name: F::NAME.as_ptr(),
-        version: version.as_ptr(),
-        description: F::DESCRIPTION.as_ptr(),
-        needs: F::NEEDS.bits(),
-        reserved: 0,
-        module_init: Some(module_init::<AsFilter<F>>),
-        ctx_init: Some(ctx_init::<AsFilter<F>>),
-        classify: if F::CLASSIFIES { Some(classify::<F>) } else { None },
-        ctx_finalize: Some(finalize::<F::Context>),
-        module_finalize: Some(finalize::<F>),
-    }, prepare: Some(prepare::<F>) })
+    ExportedFilterTable(FilterV1_1 {
+        v1_0: FilterV1 {
+            magic: abi::PLUGIN_MAGIC,
+            abi_major: abi::ABI_MAJOR,
+            abi_minor: abi::ABI_MINOR,
+            struct_size: std::mem::size_of::<FilterV1_1>() as u32,
+            flags: 0,
+            name: F::NAME.as_ptr(),
+            version: version.as_ptr(),
+            description: F::DESCRIPTION.as_ptr(),
+            needs: F::NEEDS.bits(),
+            reserved: 0,
+            module_init: Some(module_init::<AsFilter<F>>),
+            ctx_init: Some(ctx_init::<AsFilter<F>>),
+            classify: if F::CLASSIFIES { Some(classify::<F>) } else { None },
+            ctx_finalize: Some(finalize::<F::Context>),
+            module_finalize: Some(finalize::<F>),
+        },
+        prepare: Some(prepare::<F>),
+    })
 }
 
 /// The body of `vmdump_filter_entry_v1`: the table, or null for a host of

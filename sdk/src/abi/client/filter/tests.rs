@@ -48,11 +48,29 @@ fn good_table() -> &'static FilterV1 {
     Box::leak(Box::new(filter_table::<FirstByte>(cstr("1.0\0")))).as_raw()
 }
 
-/// `from_raw` on a leaked copy of a table.
+/// `from_raw` on a leaked copy of a table, as ABI 1.1 lays it out (with
+/// no `prepare`; `struct_size` says whether the host may read that field).
 fn load(table: FilterV1) -> Result<FilterPlugin, TableError> {
-    let table: &'static FilterV1 = Box::leak(Box::new(table));
+    load_1_1(table, None)
+}
+
+/// `from_raw` on a leaked 1.1 table with `prepare`.
+fn load_1_1(v1_0: FilterV1, prepare: Option<crate::abi::PrepareFn>) -> Result<FilterPlugin, TableError> {
+    let table: &'static FilterV1_1 = Box::leak(Box::new(FilterV1_1 { v1_0, prepare }));
     // SAFETY: a complete, leaked table whose pointers come from a valid one.
-    unsafe { FilterPlugin::from_raw(table) }
+    unsafe { FilterPlugin::from_raw(&table.v1_0) }
+}
+
+/// A `prepare` that does nothing.
+///
+/// # Safety
+/// As [`crate::abi::PrepareFn`].
+unsafe extern "C" fn prepares_nothing(
+    _: *mut c_void,
+    _: *const crate::abi::RawKernel,
+    _: *mut RawError,
+) -> c_int {
+    status::OK
 }
 
 #[test]
@@ -63,7 +81,7 @@ fn each_table_defect_gets_its_own_error() {
     assert!(matches!(load(FilterV1 { magic: 1, ..*base }), Err(TableError::BadMagic(1))));
     assert!(matches!(
         load(FilterV1 { abi_major: 2, ..*base }),
-        Err(TableError::AbiMajor { plugin: (2, 0), .. })
+        Err(TableError::AbiMajor { plugin: (2, 1), .. })
     ));
     assert!(matches!(
         load(FilterV1 { struct_size: 88, ..*base }),
@@ -73,11 +91,26 @@ fn each_table_defect_gets_its_own_error() {
         load(FilterV1 { classify: None, ..*base }).unwrap_err(),
         TableError::MissingCallback("classify")
     );
-    assert_eq!(load(FilterV1 { needs: 0x4, ..*base }).unwrap_err(), TableError::BadNeeds(0x4));
+    assert_eq!(load(FilterV1 { needs: 0x8, ..*base }).unwrap_err(), TableError::BadNeeds(0x8));
+    // ABI 1.1: a filter that needs the kernel has a prepare hook, in a table
+    // long enough to hold it; one that decides there alone may not classify.
+    let kernel = crate::abi::needs::KERNEL;
+    assert_eq!(
+        load(FilterV1 { needs: kernel, ..*base }).unwrap_err(),
+        TableError::MissingCallback("prepare")
+    );
+    let short = FilterV1 { needs: kernel, struct_size: 96, ..*base };
+    assert_eq!(load_1_1(short, Some(prepares_nothing)).unwrap_err(), TableError::MissingCallback("prepare"));
+    let kernel_only = FilterV1 { needs: kernel, classify: None, ..*base };
+    assert!(!load_1_1(kernel_only, Some(prepares_nothing)).unwrap().classifies());
+    let both = FilterV1 { needs: kernel | crate::abi::needs::PAGE, classify: None, ..*base };
+    assert_eq!(load_1_1(both, Some(prepares_nothing)).unwrap_err(), TableError::MissingCallback("classify"));
+    // A 1.0 table (96 bytes) loads; the host never reads past it.
+    assert!(load_1_1(FilterV1 { struct_size: 96, abi_minor: 0, ..*base }, None).is_ok());
     let bad_name = load(FilterV1 { name: c"First Byte".as_ptr(), ..*base }).unwrap_err();
     assert!(matches!(bad_name, TableError::BadName(_)), "{bad_name}");
     let info = load(FilterV1 { ..*base }).unwrap().info();
-    assert_eq!((info.name.as_str(), info.needs, info.abi), ("first-byte", Needs::PAGE, (1, 0)));
+    assert_eq!((info.name.as_str(), info.needs, info.abi), ("first-byte", Needs::PAGE, (1, 1)));
 }
 
 #[test]
