@@ -7,8 +7,12 @@
 # scripts/make-arm64-fixture.sh, after scripts/lib/tools.sh; each caller
 # has its own die().
 #
-#   apt_state DIR ARCH SUITE    sets apt_opts, apt_dir and apt_arch for DIR
-#                               (its lists updated once a day)
+#   apt_state DIR ARCH SUITE [deb-src]
+#                               sets apt_opts, apt_dir and apt_arch for DIR
+#                               (its lists updated once a day); with deb-src,
+#                               the suite's source packages instead
+#   fetch_orig DIR SRCPKG       the upstream tarball of a source package of
+#                               that state, downloaded into DIR once: prints it
 #   apt_in ARGS / apt_cache_in ARGS
 #                               apt-get / apt-cache in that state
 #   candidate PKG               the version apt would take there
@@ -28,8 +32,8 @@
 # (bookworm's is the shared fixtures' 6.1); sid and experimental alone
 # (experimental is NotAutomatic: with sid beside it, apt would take sid's).
 suite_sources() {
-    local arch=$1 suite=$2 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-    local deb="deb [arch=$arch signed-by=$keyring]"
+    local arch=$1 suite=$2 type=${3:-deb} keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+    local deb="$type [arch=$arch signed-by=$keyring]"
     case $suite in
         sid | unstable | experimental) echo "$deb http://deb.debian.org/debian $suite main" ;;
         *)
@@ -41,7 +45,7 @@ suite_sources() {
 }
 
 apt_state() {
-    local dir=$1 arch=$2 suite=$3
+    local dir=$1 arch=$2 suite=$3 type=${4:-deb}
     apt_dir=$dir apt_arch=$arch
     apt_opts=(
         -o "Dir::State=$dir/state" -o "Dir::State::Lists=$dir/state/lists"
@@ -70,7 +74,7 @@ apt_state() {
     touch "$dir/state/status"
     [[ -e /usr/share/keyrings/debian-archive-keyring.gpg ]] || apt_ensure /usr/share/keyrings/debian-archive-keyring.gpg:debian-archive-keyring
     local sources
-    sources=$(suite_sources "$arch" "$suite")
+    sources=$(suite_sources "$arch" "$suite" "$type")
     # A warm cache needs no network: the lists are refreshed once a day, or
     # when the suites changed.
     if [[ $(cat "$dir/sources.list" 2> /dev/null) != "$sources" ]] ||
@@ -99,6 +103,21 @@ fetch_deb() {
     fi
     [[ -s $deb ]] || die "apt-get download $pkg=$version left no .deb in $debs"
     echo "$deb"
+}
+
+fetch_orig() {
+    local dir=$1 pkg=$2 orig
+    mkdir -p "$dir"
+    orig=$(find "$dir" -maxdepth 1 -name "${pkg}_*.orig.tar.*" | sort -V | tail -n 1)
+    if [[ -z $orig ]]; then
+        # --download-only fetches the .dsc, the upstream tarball and Debian's
+        # changes; only the upstream tarball is needed (the others may 404
+        # when the suite moved on, which is not an error here).
+        (cd "$dir" && apt_in source --download-only -q "$pkg" > /dev/null 2>&1) || true
+        orig=$(find "$dir" -maxdepth 1 -name "${pkg}_*.orig.tar.*" | sort -V | tail -n 1)
+    fi
+    [[ -s $orig ]] || die "apt-get source $pkg left no upstream tarball in $dir"
+    echo "$orig"
 }
 
 # (a .tmp first, so an interrupted run leaves no half tree)

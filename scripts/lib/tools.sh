@@ -64,6 +64,38 @@ ensure_drgn() {
     ) 9>"$venv.lock"
 }
 
+# libkdumpfile 0.5.2 or later (Debian 12 has 0.5.1), which shows a dump's
+# eraseinfo as `file.eraseinfo.raw`: built from the upstream tarball of
+# trixie's source package (apt-get source, in an apt state of its own)
+# into target/libkdumpfile. It keeps Debian 12's soname (10), so Debian's
+# python3-libkdumpfile loads it with LD_LIBRARY_PATH. Prints the library
+# directory.
+ensure_libkdumpfile_eraseinfo() {
+    local root=$PWD/target/libkdumpfile
+    mkdir -p "$root"
+    (
+        flock 9
+        [[ -e $root/inst/lib/libkdumpfile.so.10 ]] && exit 0
+        apt_ensure autoreconf:autoconf automake:automake libtoolize:libtool pkg-config:pkg-config \
+            /usr/include/zlib.h:zlib1g-dev /usr/include/zstd.h:libzstd-dev
+        die() { echo "error: $*" >&2; exit 1; }
+        # shellcheck source=scripts/lib/debian.sh
+        source "$(dirname "${BASH_SOURCE[0]}")/debian.sh"
+        apt_state "$root/apt" amd64 trixie deb-src > /dev/null
+        local orig
+        orig=$(fetch_orig "$root/src" libkdumpfile)
+        echo "building libkdumpfile from $(basename "$orig") into $root/inst" >&2
+        rm -rf "$root/build" && mkdir -p "$root/build"
+        tar -xf "$orig" -C "$root/build" --strip-components=1
+        cd "$root/build" && autoreconf -fi > build.log 2>&1 &&
+            ./configure --without-python --disable-static --prefix="$root/inst" >> build.log 2>&1 &&
+            make -j"$(nproc)" >> build.log 2>&1 && make install >> build.log 2>&1 ||
+            die "building libkdumpfile failed: see $root/build/build.log"
+        [[ -e $root/inst/lib/libkdumpfile.so.10 ]] || die "libkdumpfile's soname is no longer 10: $root/inst/lib"
+    ) 9> "$root.lock" || return 1
+    echo "$root/inst/lib"
+}
+
 # Decompresses the real vmcores of ../shared/fixtures into target/fixtures
 # (once; checked against the sha256 in the fixtures README) and exports
 # VMDUMP_FIXTURES and VMDUMP_FIXTURE_DIR for the tests. Without the shared

@@ -18,6 +18,31 @@ const MAX_MARKED_RANGES: usize = 1 << 22;
 /// Reasons a service was unavailable, kept for the report.
 const MAX_REASONS: usize = 4;
 
+/// Bytes of a pointer on the machines vmdump dumps (64-bit).
+const POINTER_BYTES: u64 = 8;
+
+/// An array type's element and count: `char [16]` → (`char`, 16).
+fn array_of(type_name: &str) -> Option<(&str, u64)> {
+    let open = type_name.rfind('[')?;
+    let count = type_name[open + 1..].strip_suffix(']')?.trim().parse().ok()?;
+    Some((type_name[..open].trim_end(), count))
+}
+
+/// BTF's (gcc's) name of a C base type spelt another way (`unsigned long`
+/// is `long unsigned int` there).
+fn btf_spelling(name: &str) -> &str {
+    match name {
+        "unsigned" => "unsigned int",
+        "long" | "signed long" => "long int",
+        "unsigned long" => "long unsigned int",
+        "long long" => "long long int",
+        "unsigned long long" => "long long unsigned int",
+        "short" => "short int",
+        "unsigned short" => "short unsigned int",
+        other => other,
+    }
+}
+
 /// The marks of one hook.
 #[derive(Debug, Default)]
 pub struct HookMarks {
@@ -141,10 +166,18 @@ impl KernelServices for PrepareHost<'_> {
 
     fn type_size(&self, type_name: &str) -> Result<u64, ServiceError> {
         let btf = self.btf()?;
+        let type_name = type_name.trim();
+        if type_name.ends_with('*') {
+            return Ok(POINTER_BYTES);
+        }
+        if let Some((element, count)) = array_of(type_name) {
+            return self.type_size(element)?.checked_mul(count).ok_or(ServiceError::Invalid);
+        }
         if let Ok(t) = self.aggregate(type_name) {
             return btf.size_of(t.id).ok_or(ServiceError::NotFound);
         }
         let plain = type_name.strip_prefix("enum ").unwrap_or(type_name).trim();
+        let plain = btf_spelling(plain);
         btf.named(plain).find_map(|t| btf.size_of(t.id)).ok_or(ServiceError::NotFound)
     }
 

@@ -233,8 +233,10 @@ impl<'k> Kernel<'k> {
         let asked = || format!("symbol `{name}`");
         let c_name = c_string(name, asked)?;
         let (mut address, mut size) = (0, 0);
-        // SAFETY: a valid table's callback, with a NUL-terminated name and out-pointers for the call.
-        let f = self.raw.symbol.map(|f| move |h| unsafe { f(h, c_name.as_ptr(), &mut address, &mut size) });
+        let (a, z) = (&raw mut address, &raw mut size);
+        // SAFETY: a valid table's callback, with a NUL-terminated name and
+        // out-pointers to the locals above, alive for the call.
+        let f = self.raw.symbol.map(|f| move |h| unsafe { f(h, c_name.as_ptr(), a, z) });
         self.call(f, asked)?;
         Ok(SymbolInfo { address, size })
     }
@@ -247,8 +249,9 @@ impl<'k> Kernel<'k> {
         let asked = || format!("size of `{type_name}`");
         let c_type = c_string(type_name, asked)?;
         let mut size = 0;
+        let z = &raw mut size;
         // SAFETY: as in `symbol`.
-        let f = self.raw.type_size.map(|f| move |h| unsafe { f(h, c_type.as_ptr(), &mut size) });
+        let f = self.raw.type_size.map(|f| move |h| unsafe { f(h, c_type.as_ptr(), z) });
         self.call(f, asked)?;
         Ok(size)
     }
@@ -261,13 +264,13 @@ impl<'k> Kernel<'k> {
         let asked = || format!("member `{member}` of `{type_name}`");
         let (c_type, c_member) = (c_string(type_name, asked)?, c_string(member, asked)?);
         let (mut offset, mut size, mut name) = (0, 0, [0u8; 256]);
+        let (o, z) = (&raw mut offset, &raw mut size);
         let (name_ptr, name_len) = (name.as_mut_ptr().cast(), name.len());
         // SAFETY: as in `symbol`, with a name buffer writable for its length.
-        let f = self.raw.member.map(|f| {
-            move |h| unsafe {
-                f(h, c_type.as_ptr(), c_member.as_ptr(), &mut offset, &mut size, name_ptr, name_len)
-            }
-        });
+        let f = self
+            .raw
+            .member
+            .map(|f| move |h| unsafe { f(h, c_type.as_ptr(), c_member.as_ptr(), o, z, name_ptr, name_len) });
         self.call(f, asked)?;
         let end = name.iter().position(|&b| b == 0).unwrap_or(0);
         Ok(MemberInfo { offset, size, type_name: String::from_utf8_lossy(&name[..end]).into_owned() })
