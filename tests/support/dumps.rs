@@ -112,6 +112,25 @@ impl Comparison {
     }
 }
 
+/// The library directory of a libkdumpfile that shows eraseinfo
+/// (`ensure_libkdumpfile_eraseinfo` of scripts/lib/tools.sh builds it once
+/// from trixie's source package), for LD_LIBRARY_PATH.
+pub fn libkdumpfile_with_eraseinfo() -> PathBuf {
+    static READY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    READY
+        .get_or_init(|| {
+            let out = Command::new("bash")
+                .current_dir(workspace_root())
+                .args(["-c", "source scripts/lib/tools.sh && ensure_libkdumpfile_eraseinfo"])
+                .output()
+                .expect("run bash");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "could not build libkdumpfile 0.5.2+ for eraseinfo: {stderr}");
+            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        })
+        .clone()
+}
+
 /// The python of the venv with drgn: `ensure_drgn` of scripts/lib/tools.sh
 /// (which scripts/test.sh runs first) checks it under a lock, and installs
 /// it if a test runs without test.sh.

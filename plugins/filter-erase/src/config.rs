@@ -152,7 +152,9 @@ fn erase(words: &[&str], line: usize) -> Result<Erase, ConfigError> {
             Some(n) => Size::Bytes(n),
             None => Size::Of(expr(value, line)?),
         },
-        _ => return Err(error(line, format!("after `{first}`: expected `size N`, `size EXPR` or `nullify`"))),
+        _ => {
+            return Err(error(line, format!("after `{first}`: expected `size N`, `size EXPR` or `nullify`")));
+        }
     };
     Ok(Erase { target, size, line })
 }
@@ -208,7 +210,8 @@ pub fn parse(text: &str) -> Result<Vec<Command>, ConfigError> {
                 open = Some((var, list, walk, Vec::new(), line));
             }
             ["endfor"] => {
-                let (var, list, walk, body, line) = open.take().ok_or_else(|| error(line, "endfor without for"))?;
+                let (var, list, walk, body, line) =
+                    open.take().ok_or_else(|| error(line, "endfor without for"))?;
                 commands.push(Command::For { var, list, walk, body, line });
             }
             _ => return Err(error(line, format!("`{}` is not a command (erase, for, endfor)", words[0]))),
@@ -240,7 +243,10 @@ mod tests {
         let Command::Erase(e) = &commands[4] else { panic!() };
         assert!(matches!(&e.size, Size::Of(x) if x.to_string() == "mystruct2.addr_size"));
         let Command::For { var, walk, body, .. } = &commands[5] else { panic!() };
-        assert_eq!((var.as_str(), walk, body.len()), ("t", &Walk::Within("task_struct".into(), "tasks".into()), 1));
+        assert_eq!(
+            (var.as_str(), walk, body.len()),
+            ("t", &Walk::Within("task_struct".into(), "tasks".into()), 1)
+        );
     }
 
     #[test]

@@ -26,7 +26,10 @@ type Binding<'b> = Option<(&'b str, &'b Value)>;
 
 /// A C type name without qualifiers.
 fn clean(ty: &str) -> String {
-    ty.split_whitespace().filter(|w| !matches!(*w, "const" | "volatile" | "restrict")).collect::<Vec<_>>().join(" ")
+    ty.split_whitespace()
+        .filter(|w| !matches!(*w, "const" | "volatile" | "restrict"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The pointed-to type of a pointer type (`struct mm_struct *` → `struct mm_struct`).
@@ -117,7 +120,8 @@ impl<'k> Eraser<'k> {
     fn integer(&self, expr: &Expr, bound: Binding<'_>, line: usize) -> Result<u64, EraseError> {
         let v = self.resolve(expr, bound, line)?;
         let size = v.size.filter(|s| matches!(s, 1 | 2 | 4 | 8));
-        let size = size.ok_or_else(|| format!("line {line}: `{expr}` is not an integer of 1, 2, 4 or 8 bytes"))?;
+        let size =
+            size.ok_or_else(|| format!("line {line}: `{expr}` is not an integer of 1, 2, 4 or 8 bytes"))?;
         let mut bytes = [0u8; 8];
         self.kernel.read(Space::KernelVirtual, v.addr, &mut bytes[..size as usize]).map_err(at_line(line))?;
         Ok(u64::from_le_bytes(bytes))
@@ -130,7 +134,9 @@ impl<'k> Eraser<'k> {
         while len < MAX_STRING {
             // Up to the end of the page, so that a string ending before an unmapped page reads.
             let room = (4096 - (addr + len as u64) % 4096).min(chunk.len() as u64) as usize;
-            self.kernel.read(Space::KernelVirtual, addr + len as u64, &mut chunk[..room]).map_err(at_line(line))?;
+            self.kernel
+                .read(Space::KernelVirtual, addr + len as u64, &mut chunk[..room])
+                .map_err(at_line(line))?;
             if let Some(nul) = chunk[..room].iter().position(|&b| b == 0) {
                 return Ok((len + nul) as u64);
             }
@@ -161,7 +167,11 @@ impl<'k> Eraser<'k> {
             Size::Bytes(n) => bytes(*n)?,
             Size::Of(x) => bytes(self.integer(x, bound, line)?)?,
             Size::Typed => match target.as_deref() {
-                Some("void") => return Err(format!("line {line}: `{what}` is a void pointer: give a size or nullify").into()),
+                Some("void") => {
+                    return Err(
+                        format!("line {line}: `{what}` is a void pointer: give a size or nullify").into()
+                    );
+                }
                 Some(inner) => {
                     let addr = self.kernel.read_u64(v.addr).map_err(at_line(line))?;
                     let n = match inner {
@@ -172,7 +182,9 @@ impl<'k> Eraser<'k> {
                     (addr, n, Fill::Byte(self.fill))
                 }
                 None => {
-                    let n = v.size.ok_or_else(|| format!("line {line}: the size of `{what}` is not known: give one"))?;
+                    let n = v
+                        .size
+                        .ok_or_else(|| format!("line {line}: the size of `{what}` is not known: give one"))?;
                     (v.addr, n, Fill::Byte(self.fill))
                 }
             },
@@ -184,13 +196,23 @@ impl<'k> Eraser<'k> {
     }
 
     /// Runs the body of a loop for each element of its list.
-    fn for_each(&self, var: &str, list: &Expr, walk: &Walk, body: &[Erase], line: usize) -> Result<(), EraseError> {
+    fn for_each(
+        &self,
+        var: &str,
+        list: &Expr,
+        walk: &Walk,
+        body: &[Erase],
+        line: usize,
+    ) -> Result<(), EraseError> {
         let head = self.resolve(list, None, line)?;
         let each = |element: Value| body.iter().try_for_each(|e| self.erase(e, Some((var, &element))));
-        let ty = head.ty.clone().ok_or_else(|| format!("line {line}: the type of `{list}` is not known: name it with `type C-TYPE`"))?;
+        let ty = head.ty.clone().ok_or_else(|| {
+            format!("line {line}: the type of `{list}` is not known: name it with `type C-TYPE`")
+        })?;
         match walk {
             Walk::Array => {
-                let (element, count) = array(&ty).ok_or_else(|| format!("line {line}: `{list}` is a `{ty}`, not an array"))?;
+                let (element, count) =
+                    array(&ty).ok_or_else(|| format!("line {line}: `{list}` is a `{ty}`, not an array"))?;
                 let size = match pointee(&element) {
                     Some(_) => 8,
                     None => self.kernel.type_size(&element).map_err(at_line(line))?,
@@ -222,7 +244,8 @@ impl<'k> Eraser<'k> {
             Walk::Within(strukt, member) => {
                 let offset = self.kernel.member(strukt, member).map_err(at_line(line))?.offset;
                 let size = self.kernel.type_size(strukt).ok();
-                let element_type = if strukt.contains(' ') { strukt.clone() } else { format!("struct {strukt}") };
+                let element_type =
+                    if strukt.contains(' ') { strukt.clone() } else { format!("struct {strukt}") };
                 let mut pos = self.kernel.read_u64(head.addr).map_err(at_line(line))?;
                 for _ in 0..MAX_ELEMENTS {
                     if pos == head.addr || pos == 0 {
@@ -231,7 +254,10 @@ impl<'k> Eraser<'k> {
                     each(Value { addr: pos - offset, ty: Some(element_type.clone()), size })?;
                     pos = self.kernel.read_u64(pos).map_err(at_line(line))?;
                 }
-                Err(format!("line {line}: `{list}` within {strukt}:{member}: more than {MAX_ELEMENTS} elements").into())
+                Err(format!(
+                    "line {line}: `{list}` within {strukt}:{member}: more than {MAX_ELEMENTS} elements"
+                )
+                .into())
             }
         }
     }

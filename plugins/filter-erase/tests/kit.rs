@@ -46,7 +46,8 @@ endfor
 ";
 
 fn params(config: &str) -> (Params, std::path::PathBuf) {
-    let path = std::env::temp_dir().join(format!("vmdump-erase-kit-{}-{}.conf", std::process::id(), config.len()));
+    let path =
+        std::env::temp_dir().join(format!("vmdump-erase-kit-{}-{}.conf", std::process::id(), config.len()));
     std::fs::write(&path, config).unwrap();
     (Params::new([("config", path.to_str().unwrap())]), path)
 }
@@ -73,7 +74,8 @@ fn the_erase_filter_marks_exactly_what_its_config_names() {
 #[test]
 fn a_line_that_cannot_be_resolved_fails_the_hook_unless_skipped() {
     let (params, path) = params("erase no_such_symbol size 8\nerase secret_key size 4\n");
-    let mut module = vmdump_filter().init(&params, std::sync::Arc::new(vmdump_sdk::client::StderrHost)).unwrap();
+    let mut module =
+        vmdump_filter().init(&params, std::sync::Arc::new(vmdump_sdk::client::StderrHost)).unwrap();
     let err = module.prepare(&kernel()).unwrap_err();
     assert!(err.message.contains("line 1: symbol `no_such_symbol`"), "{err}");
     let mut skipping = params.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect::<Vec<_>>();
@@ -89,7 +91,8 @@ fn a_line_that_cannot_be_resolved_fails_the_hook_unless_skipped() {
 #[test]
 fn config_errors_are_refused_at_init_with_their_line() {
     let (params, path) = params("erase a\nfor x in b via next\nerase y.z\nendfor\n");
-    let err = vmdump_filter().init(&params, std::sync::Arc::new(vmdump_sdk::client::StderrHost)).err().unwrap();
+    let err =
+        vmdump_filter().init(&params, std::sync::Arc::new(vmdump_sdk::client::StderrHost)).err().unwrap();
     assert!(err.message.contains("line 3"), "{err}");
     std::fs::remove_file(path).unwrap();
 }
