@@ -310,9 +310,31 @@ fn a_metadata_filter_plugin_that_fails_keeps_both_passes_in_step() {
 
 #[test]
 fn a_filter_plugin_reading_struct_pages_and_vmcoreinfo_excludes_lru_pages() {
-    let dir = temp_dir("dump-lru-filter");
-    let plugins = temp_dir("dump-lru-filter-plugins");
-    build_c_filter(&plugins, "lru_filter.c", "libvmdump_filter_lru.so");
+    lru_filter_excludes_lru_pages("sdk/include", "dump-lru-filter");
+}
+
+/// ABI 1.1 is append-only: the same filter built against the frozen ABI
+/// 1.0 header (a 96-byte table, no `prepare`) loads, says 1.0, and runs
+/// unchanged.
+#[test]
+fn a_filter_built_against_the_abi_1_0_header_loads_and_runs_unchanged() {
+    lru_filter_excludes_lru_pages("tests/plugins/abi-1.0", "dump-lru-filter-1.0");
+    let plugins = temp_dir("lru-filter-1.0-listed");
+    build_c_filter_against(&plugins, "tests/plugins/abi-1.0", "lru_filter.c", "libvmdump_filter_lru.so");
+    let listed = vmdump_ok([OsArg::from("--plugin-dir"), plugins.as_path().into(), "plugins".into()]);
+    let out = vmdump([OsArg::from("--plugin-dir"), plugins.as_path().into(), "plugins".into()]);
+    let text = format!("{listed}{}", String::from_utf8_lossy(&out.stdout));
+    let line = text.lines().find(|l| l.contains("lru")).unwrap_or_else(|| panic!("lru not listed: {text}"));
+    assert!(line.contains("1.0"), "{line}");
+    std::fs::remove_dir_all(&plugins).unwrap();
+}
+
+/// The LRU filter, built against the header in `include`, excludes exactly
+/// the LRU pages of a synthetic kernel.
+fn lru_filter_excludes_lru_pages(include: &str, name: &str) {
+    let dir = temp_dir(name);
+    let plugins = temp_dir(&format!("{name}-plugins"));
+    build_c_filter_against(&plugins, include, "lru_filter.c", "libvmdump_filter_lru.so");
     let (vmcore, summary) = synthetic(&dir, kernel_spec(synth::Flavour::Linux6_1));
     // The rule, applied here to the struct pages read through vmdump's own view.
     let input = vmdump::input::Vmcore::open(&vmcore).unwrap();

@@ -94,10 +94,20 @@ pub fn build_c_filter(dir: &Path, source: &str, so: &str) -> PathBuf {
 
 /// [`build_c_filter`] with `-D` definitions.
 pub fn build_c_filter_with(dir: &Path, source: &str, so: &str, defines: &[&str]) -> PathBuf {
+    build_c_filter_from(dir, "sdk/include", source, so, defines)
+}
+
+/// [`build_c_filter`] against the `vmdump_plugin.h` in `include` (relative
+/// to the workspace: `tests/plugins/abi-1.0` is ABI 1.0's, frozen).
+pub fn build_c_filter_against(dir: &Path, include: &str, source: &str, so: &str) -> PathBuf {
+    build_c_filter_from(dir, include, source, so, &[])
+}
+
+fn build_c_filter_from(dir: &Path, include: &str, source: &str, so: &str, defines: &[&str]) -> PathBuf {
     let out = dir.join(so);
     let status = Command::new("cc")
         .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-I"])
-        .arg(super::workspace_root().join("sdk/include"))
+        .arg(super::workspace_root().join(include))
         .args(defines.iter().map(|d| format!("-D{d}")))
         .arg(super::workspace_root().join("tests/plugins").join(source))
         .arg("-o")
