@@ -1,55 +1,7 @@
-//! Compiles `c_zlib.c` into a shared object with the system C compiler. The
-//! `cc` crate is not used: it builds static libraries for linking into Rust,
-//! and this plugin is a standalone `.so` that the host dlopens.
+//! Compiles `c_zlib.c` into `libvmdump_c_zlib.so` (../c_plugin_build.rs).
 
-use std::env;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-const SO_NAME: &str = "libvmdump_c_zlib.so";
+include!("../c_plugin_build.rs");
 
 fn main() {
-    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let source = manifest.join("c_zlib.c");
-    let include = manifest.join("../../sdk/include");
-    let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo"));
-    println!("cargo:rerun-if-changed={}", source.display());
-    println!("cargo:rerun-if-changed={}", include.join("vmdump_plugin.h").display());
-    println!("cargo:rerun-if-env-changed=CC");
-
-    // $CC may carry arguments ("ccache gcc").
-    let cc = env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-    let mut words = cc.split_whitespace();
-    let program = words.next().unwrap_or("cc");
-    let built = out_dir.join(SO_NAME);
-    let status = Command::new(program)
-        .args(words)
-        .args(["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-std=c11"])
-        .arg("-I")
-        .arg(&include)
-        .arg(&source)
-        .args(["-lz", "-o"])
-        .arg(&built)
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}` (set CC to choose another): {e}"));
-    if !status.success() {
-        panic!(
-            "`{cc}` failed to build {SO_NAME} from {} ({status}); zlib1g-dev provides zlib.h",
-            source.display()
-        );
-    }
-
-    // OUT_DIR is target/<profile>/build/<pkg>-<hash>/out: the profile dir,
-    // where the host binary and the Rust plugins' .so files land, is three up.
-    let profile_dir = out_dir.ancestors().nth(3).expect("OUT_DIR is target/<profile>/build/<pkg>/out");
-    install(&built, &profile_dir.join(SO_NAME));
-}
-
-/// Copies through a temporary name and renames, so a process that has the
-/// old library mapped keeps a consistent file.
-fn install(from: &Path, to: &Path) {
-    let tmp = to.with_extension("so.tmp");
-    std::fs::copy(from, &tmp)
-        .and_then(|_| std::fs::rename(&tmp, to))
-        .unwrap_or_else(|e| panic!("cannot install {} as {}: {e}", from.display(), to.display()));
+    build_c_plugin("c_zlib.c", "libvmdump_c_zlib.so", &["-lz"], "; zlib1g-dev provides zlib.h");
 }
