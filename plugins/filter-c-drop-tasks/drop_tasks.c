@@ -9,7 +9,7 @@
  *
  * Build it alone with
  *
- *     cc -shared -fPIC -I../../sdk/include drop_tasks.c -o libvmdump_filter_c_drop_tasks.so
+ *     cc -shared -fPIC -I../../sdk/include drop_tasks.c -o libvmdump_filter_drop_tasks.so
  *
  * Key "drop-tasks". Parameters (at least one): pid = N[,N...] (thread group
  * ids), comm = NAME[,NAME...] (task_struct.comm, as ps -o comm shows it).
@@ -195,7 +195,7 @@ static int drop_process(const struct module *m, const struct vmdump_kernel *k, c
     if (rc)
         return fail(err, rc, "pid %lu (%s): its page tables at %#llx could not be walked (status %d%s)", tgid,
                     comm, (unsigned long long)pgd, rc, d.status ? ", the host refused an exclude" : "");
-    say(m, VMDUMP_LOG_INFO, "pid %lu (%s): %llu user pages dropped", tgid, comm, (unsigned long long)d.pages);
+    say(m, VMDUMP_LOG_INFO, "pid %lu (%s): %llu mapped pages dropped", tgid, comm, (unsigned long long)d.pages);
     return VMDUMP_OK;
 }
 

@@ -76,7 +76,10 @@ fn a_process_named_by_comm_drops_exactly_its_mapped_pages() {
 
 #[test]
 fn processes_named_by_pid_and_comm_are_dropped_together() {
-    excluding(&[("pid", "412"), ("comm", "postgres, nginx")], vec![0x100..0x102, 0x900..0x904, 0x2000..0x2010]);
+    excluding(
+        &[("pid", "412"), ("comm", "postgres, nginx")],
+        vec![0x100..0x102, 0x900..0x904, 0x2000..0x2010],
+    );
 }
 
 #[test]

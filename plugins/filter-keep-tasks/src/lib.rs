@@ -110,7 +110,10 @@ impl FilterFactory for KeepTasks {
         let mut walked = BTreeSet::new();
         for p in &picked {
             if p.mm == 0 {
-                self.host.log(LogLevel::Warn, &format!("pid {} ({}) is a kernel thread: no user pages", p.tgid, p.comm));
+                self.host.log(
+                    LogLevel::Warn,
+                    &format!("pid {} ({}) is a kernel thread: no user pages", p.tgid, p.comm),
+                );
                 continue;
             }
             if !walked.insert(p.mm) {

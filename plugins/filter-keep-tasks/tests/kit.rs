@@ -81,7 +81,8 @@ fn a_task_list_that_never_returns_to_its_head_fails_the_hook() {
 #[test]
 fn parameters_that_name_no_process_are_refused() {
     let init = |params: &[(&str, &str)]| {
-        vmdump_filter().init(&Params::new(params.iter().copied()), std::sync::Arc::new(vmdump_sdk::client::StderrHost))
+        vmdump_filter()
+            .init(&Params::new(params.iter().copied()), std::sync::Arc::new(vmdump_sdk::client::StderrHost))
     };
     for bad in [&[][..], &[("pid", "sshd")], &[("comm", "")], &[("comm", "a-name-longer-than-15")]] {
         assert!(init(bad).is_err(), "{bad:?} was accepted");
