@@ -91,6 +91,7 @@ linked_crates() {
     [[ " ${install_args[*]} " == *" --no-lzo "* ]] && features=(--no-default-features)
     { cargo tree --locked --offline -p vmdump "${features[@]}" -e normal,no-proc-macro --prefix none -f '{p}|{l}'
       cargo tree --locked --offline -p vmdump-compress-c-zlib -p vmdump-filter-pfn-ranges -p vmdump-filter-pattern \
+          -p vmdump-filter-erase -p vmdump-filter-keep-tasks -p vmdump-filter-c-drop-tasks \
           -e normal,no-proc-macro --prefix none -f '{p}|{l}'
     } | sed '/^$/d; s/ (\*)$//; s/^\([^ ]*\) v\([^ |]*\)[^|]*|/\1 \2|/' | sort -u
 }

@@ -173,7 +173,7 @@ make_disks() {
         mke2fs -q -t ext4 -d "$kroot/lib/modules/$kver/kernel/fs" "$data_img.tmp" 64M
         mv "$data_img.tmp" "$data_img"
     fi
-    truncate -s 1200M "$work/out.img"
+    truncate -s 1600M "$work/out.img"
     mke2fs -q -F -t ext4 -E lazy_itable_init=0,lazy_journal_init=0 "$work/out.img"
 }
 

@@ -3,7 +3,9 @@
 #
 #   $PREFIX/sbin/vmdump                      the binary (zlib, zstd, lzo, snappy built in)
 #   $PLUGINDIR/*.so                          the plugins that are not built in
-#                                            (c-zlib, filter-pfn-ranges, filter-pattern)
+#                                            (c-zlib, filter-pfn-ranges, filter-pattern,
+#                                            erase, keep-tasks, drop-tasks)
+#   $PREFIX/share/vmdump/erase.conf          the erase filter's sample config
 #   $PLUGINDIR-isal/libvmdump_compress_zlib.so  the ISA-L zlib, which replaces the built-in
 #                                            zlib only where a profile names its directory
 #   $PREFIX/share/vmdump/isal-zlib.toml      that profile (config/isal-zlib.toml)
@@ -31,7 +33,8 @@ build=1 features=()
 # The plugin files installed, as "cargo package:file": those the binary has
 # not built in.
 plugins=(vmdump-compress-c-zlib:libvmdump_c_zlib.so vmdump-filter-pfn-ranges:libvmdump_filter_pfn_ranges.so
-    vmdump-filter-pattern:libvmdump_filter_pattern.so)
+    vmdump-filter-pattern:libvmdump_filter_pattern.so vmdump-filter-erase:libvmdump_filter_erase.so
+    vmdump-filter-keep-tasks:libvmdump_filter_keep_tasks.so vmdump-filter-c-drop-tasks:libvmdump_filter_drop_tasks.so)
 # Named like the built-in zlib (it replaces it by name), so kept apart: in
 # $PLUGINDIR it would replace it for every run (build.rs of the crate).
 isal=vmdump-compress-isal-zlib:isal/libvmdump_compress_zlib.so
@@ -43,7 +46,7 @@ while (($#)); do
         --plugindir) PLUGINDIR=$2; shift 2 ;;
         --no-build) build=0; shift ;;
         --no-lzo) features=(--no-default-features) plugins+=(vmdump-compress-lzo-so:libvmdump_compress_lzo.so); shift ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
         *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -90,6 +93,7 @@ install -m 0644 "$release/${isal#*:}" "$root$ISALDIR/libvmdump_compress_zlib.so"
 install -d -m 0755 "$root$PREFIX/share/vmdump"
 sed "s|\"/usr/lib/vmdump/plugins-isal\"|\"$ISALDIR\"|" config/isal-zlib.toml >"$root$PREFIX/share/vmdump/isal-zlib.toml"
 chmod 0644 "$root$PREFIX/share/vmdump/isal-zlib.toml"
+install -m 0644 plugins/filter-erase/erase.conf "$root$PREFIX/share/vmdump/erase.conf"
 install -D -m 0644 sdk/include/vmdump_plugin.h "$root$PREFIX/include/vmdump/vmdump_plugin.h"
 install -D -m 0644 man/vmdump.1 "$root$PREFIX/share/man/man1/vmdump.1"
 profile=$root$SYSCONFDIR/vmdump/vmdump.toml

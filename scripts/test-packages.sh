@@ -318,6 +318,7 @@ lists_plugins() {
     out=$(r vmdump plugins) || { echo "$out"; return 1; }
     for want in '^zlib .*built in' '^zstd .*built in' '^lzo .*built in' '^snappy .*built in' \
         'libvmdump_c_zlib.so' 'libvmdump_filter_pfn_ranges.so' 'libvmdump_filter_pattern.so' \
+        'libvmdump_filter_erase.so' 'libvmdump_filter_keep_tasks.so' 'libvmdump_filter_drop_tasks.so' \
         '^system profile: /etc/vmdump/vmdump.toml$'; do
         grep -q -- "$want" <<<"$out" || { echo "no line matching '$want' in:"; echo "$out"; return 1; }
     done
@@ -496,7 +497,9 @@ plugins_in() {
     out=$(chroot "$1" /usr/sbin/vmdump plugins 2>&1) || { echo "$out"; return 1; }
     for want in '^zlib .*built in' '^zstd .*built in' '^lzo .*built in' '^snappy .*built in' \
         ' /usr/lib/vmdump/plugins/libvmdump_c_zlib.so$' ' /usr/lib/vmdump/plugins/libvmdump_filter_pfn_ranges.so$' \
-        ' /usr/lib/vmdump/plugins/libvmdump_filter_pattern.so$' '^system profile: /etc/vmdump/vmdump.toml$'; do
+        ' /usr/lib/vmdump/plugins/libvmdump_filter_pattern.so$' ' /usr/lib/vmdump/plugins/libvmdump_filter_erase.so$' \
+        ' /usr/lib/vmdump/plugins/libvmdump_filter_keep_tasks.so$' ' /usr/lib/vmdump/plugins/libvmdump_filter_drop_tasks.so$' \
+        '^system profile: /etc/vmdump/vmdump.toml$'; do
         grep -q -- "$want" <<<"$out" || { echo "no line matching '$want' in:"; echo "$out"; return 1; }
     done
     ! grep -qi 'skipped' <<<"$out" || { echo "$out"; return 1; }

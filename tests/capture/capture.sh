@@ -54,6 +54,14 @@ run makedumpfile.dmesg "$out/makedumpfile.dmesg.stdout" $real --dump-dmesg $v "$
 # vmdump's own command line and default profile (zstd, -d 1); its report
 # says whether /proc/vmcore was read through mmap.
 run vmdump.default "$out/vmdump.default.stdout" vmdump dump $v "$out/vmdump.default"
+# The task filters of ABI 1.1 (installed plugins): keep-tasks keeps the
+# process named keeper at -d 31, drop-tasks (C) leaves out bystander at -d 1.
+printf '[[filters]]\nname = "keep-tasks"\nparams = { comm = "keeper" }\n' > /tmp/keep-tasks.toml
+printf '[[filters]]\nname = "drop-tasks"\nparams = { comm = "bystander" }\n' > /tmp/drop-tasks.toml
+run vmdump.keep-tasks "$out/vmdump.keep-tasks.stdout" \
+    vmdump dump --profile /tmp/keep-tasks.toml -d 31 $v "$out/vmdump.keep-tasks"
+run vmdump.drop-tasks "$out/vmdump.drop-tasks.stdout" \
+    vmdump dump --profile /tmp/drop-tasks.toml -d 1 $v "$out/vmdump.drop-tasks"
 
 # The modes as the capture kernel's file system has them (umask 022).
 stat -c '%a %s %n' "$out"/* > "$out/modes.txt"

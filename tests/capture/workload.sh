@@ -17,8 +17,11 @@ memfill -f /tmp/shmem 8 text 32 > /dev/null
 say "workload: anonymous user data (24 MiB mixed + 8 MiB zero-filled, held)"
 memfill 24 mixed 33 > /tmp/anon.log &
 memfill 8 zero 34 > /tmp/zero.log &
+say "workload: two named processes for the task filters (8 MiB each, every page tagged with its name)"
+memfill -n keeper 8 mixed 35 > /tmp/keeper.log &
+memfill -n bystander 8 mixed 36 > /tmp/bystander.log &
 tries=0
-until [ "$(cat /tmp/anon.log /tmp/zero.log 2>/dev/null | grep -c ready)" = 2 ]; do
+until [ "$(cat /tmp/anon.log /tmp/zero.log /tmp/keeper.log /tmp/bystander.log 2>/dev/null | grep -c ready)" = 4 ]; do
     tries=$((tries + 1))
     [ $tries -lt 600 ] || { say "workload: memfill did not get ready"; exit 1; }
     sleep 0.2

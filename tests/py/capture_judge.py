@@ -42,9 +42,15 @@ from kernel_log import (first_kernel_console_lines, log_lines, prints_caller_ids
 PAIRS = [("kdump-tools", "-F -c -d 31"), ("kdump-utils", "-l --message-level 7 -d 31")]
 # vmdump's dumps of each distribution command line, by level.
 FORMS = {31: ["vmdump.kdump-tools", "vmdump.kdump-utils"], 1: ["vmdump.kdump-tools-d1", "vmdump.kdump-utils-d1"]}
-VMDUMP_RUNS = ["vmdump.check-params", *FORMS[31], *FORMS[1], "vmdump.dmesg", "vmdump.default"]
+# The task filters' runs (installed plugins, vmdump's own command line).
+TASK_RUNS = ["vmdump.keep-tasks", "vmdump.drop-tasks"]
+VMDUMP_RUNS = ["vmdump.check-params", *FORMS[31], *FORMS[1], "vmdump.dmesg", "vmdump.default", *TASK_RUNS]
 REFERENCE_RUNS = [f"makedumpfile.{line}" for line in ("check-params", "kdump-tools", "kdump-utils", "dmesg")]
-DUMPS = [*FORMS[31], *FORMS[1], "vmdump.default", "makedumpfile.kdump-tools", "makedumpfile.kdump-utils"]
+DUMPS = [*FORMS[31], *FORMS[1], "vmdump.default", *TASK_RUNS, "makedumpfile.kdump-tools", "makedumpfile.kdump-utils"]
+# The pages each named memfill of workload.sh tags with its name (8 MiB).
+PAGE = 4096
+TAGGED_PAGES = (8 << 20) // PAGE
+TAG = re.compile(rb"vmdump-memfill (\w+) page (\d+)\n")
 
 
 class Judge:
@@ -133,6 +139,59 @@ def judge_install(j, out):
     j.check("system profile: /etc/vmdump/vmdump.toml" in text and "absent" not in text
             and "/usr/lib/vmdump/plugins/libvmdump_c_zlib.so" in text and "skipped" not in text,
             "vmdump in the capture kernel finds /etc/vmdump/vmdump.toml and the installed plugins", text)
+
+
+def vmcore_tags(vmcore):
+    """{name: set of page indexes} of the tagged pages in the ELF vmcore,
+    by content: each PT_LOAD read page by page."""
+    from compare_dump import elf_loads
+    found = {}
+    with open(vmcore, "rb") as f:
+        for paddr, off, filesz, _memsz in elf_loads(f):
+            skip = -paddr % PAGE
+            f.seek(off + skip)
+            for _ in range((filesz - skip) // PAGE):
+                m = TAG.match(f.read(PAGE))
+                if m:
+                    found.setdefault(m[1].decode(), set()).add(int(m[2]))
+    return found
+
+
+def dump_tags(dump):
+    """The same, of every page a kdump file holds (read by libkdumpfile)."""
+    k = kdumpfile.kdumpfile(str(dump))
+    found = {}
+    for pfn in dumpable_pfns(dump):
+        m = TAG.match(bytes(k.read(kdumpfile.KDUMP_MACHPHYSADDR, pfn * PAGE, 64)))
+        if m:
+            found.setdefault(m[1].decode(), set()).add(int(m[2]))
+    return found
+
+
+def judge_task_filters(j, out):
+    """The guest's two named processes (workload.sh): keep-tasks naming
+    keeper at -d 31 holds every page of keeper's and none of bystander's;
+    drop-tasks naming bystander at -d 1 holds every page of keeper's and
+    none of bystander's; the same -d 31 without the filter holds neither.
+    Judged by searching the pages' contents for their tags, not by a walk."""
+    every = set(range(TAGGED_PAGES))
+    tags = vmcore_tags(out / "vmcore")
+    j.check(tags.get("keeper") == every and tags.get("bystander") == every,
+            f"the vmcore holds all {TAGGED_PAGES} tagged pages of keeper and of bystander",
+            {n: len(t) for n, t in tags.items()})
+    for name, level in (("vmdump.keep-tasks", 31), ("vmdump.drop-tasks", 1)):
+        found = dump_tags(out / name)
+        j.check(found.get("keeper") == every and not found.get("bystander"),
+                f"{name} (-d {level}) holds every page of keeper's pattern and none of bystander's",
+                {n: len(t) for n, t in found.items()})
+    found = dump_tags(out / FORMS[31][1])
+    j.check(not found.get("keeper") and not found.get("bystander"),
+            f"{FORMS[31][1]} (-d 31, no filter) holds no page of either",
+            {n: len(t) for n, t in found.items()})
+    for name, line in (("vmdump.keep-tasks", "pid \\d+ \\(keeper\\): \\d+ user pages kept"),
+                       ("vmdump.drop-tasks", "pid \\d+ \\(bystander\\): \\d+ mapped pages dropped")):
+        err = (out / f"{name}.stderr").read_text(errors="replace")
+        j.check(re.search(line, err) is not None, f"{name} says what its filter did", tail(out / f"{name}.stderr"))
 
 
 def describe_kernel(out):
@@ -425,6 +484,7 @@ def main():
     dmesg_equal = j.guard("--dump-dmesg", judge_dmesg, j, args, out, args.serial)
     j.guard("the kernel's map", judge_kernel_map, j, args, out)
     j.guard("triage", judge_triage, j, args, out, args.serial)
+    j.guard("task filters", judge_task_filters, j, out)
     summary(out, read)
     if args.summary:
         args.summary.write_text(json.dumps(figures(args, out, release, read, dmesg_equal, j.failed)) + "\n")

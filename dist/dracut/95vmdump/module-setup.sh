@@ -69,6 +69,12 @@ install() {
     if [[ -e ${dracutsysrootdir-}$VMDUMP_SYSCONF ]]; then
         must inst_simple "$VMDUMP_SYSCONF"
     fi
+    # The files beside the profile: the configs its filters name (erase.conf).
+    local conf
+    for conf in "${dracutsysrootdir-}${VMDUMP_SYSCONF%/*}"/*; do
+        [[ -f $conf && $conf != *.new && $conf != *.dpkg-* ]] || continue
+        must inst_simple "${conf#"${dracutsysrootdir-}"}"
+    done
     # A capture script written for makedumpfile then finds vmdump under that
     # name (99kdumpbase installs the same link; the second inst is a no-op).
     if makedumpfile_is_vmdump; then
