@@ -8,9 +8,24 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Builds `source` (in the crate's folder) into `so_name`, linked with `libs`;
-/// `hint` names the packages a failure may lack.
+/// Builds `source` (in the crate's folder) into `so_name`, linked with
+/// `libs`, and installs it beside the host binary; `hint` names the
+/// packages a failure may lack.
+#[allow(dead_code)] // the ISA-L zlib installs its file elsewhere
 fn build_c_plugin(source: &str, so_name: &str, libs: &[&str], hint: &str) {
+    let built = compile_c_plugin(source, so_name, libs, hint);
+    install(&built, &profile_dir().join(so_name));
+}
+
+/// target/<profile>/, where the host binary and the Rust plugins' .so files
+/// land: OUT_DIR is target/<profile>/build/<pkg>-<hash>/out, three up.
+fn profile_dir() -> PathBuf {
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo"));
+    out_dir.ancestors().nth(3).expect("OUT_DIR is target/<profile>/build/<pkg>/out").to_owned()
+}
+
+/// Compiles `source` into `OUT_DIR/so_name` and returns that path.
+fn compile_c_plugin(source: &str, so_name: &str, libs: &[&str], hint: &str) -> PathBuf {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let source = manifest.join(source);
     let include = manifest.join("../../sdk/include");
@@ -38,11 +53,7 @@ fn build_c_plugin(source: &str, so_name: &str, libs: &[&str], hint: &str) {
     if !status.success() {
         panic!("`{cc}` failed to build {so_name} from {} ({status}){hint}", source.display());
     }
-
-    // OUT_DIR is target/<profile>/build/<pkg>-<hash>/out: the profile dir,
-    // where the host binary and the Rust plugins' .so files land, is three up.
-    let profile_dir = out_dir.ancestors().nth(3).expect("OUT_DIR is target/<profile>/build/<pkg>/out");
-    install(&built, &profile_dir.join(so_name));
+    built
 }
 
 /// Copies through a temporary name and renames, so a process that has the

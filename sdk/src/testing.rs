@@ -25,7 +25,10 @@ use crate::client::{CompressorModule, CompressorPlugin, StderrHost};
 use crate::{KdumpFormat, Params};
 
 pub use filter::{FilterReport, PageCase, check_filter};
-pub use kernel::{Erasure, FakeKernel, KernelFilterReport, KernelMarks, PAGE_OFFSET, check_kernel_filter};
+pub use kernel::{
+    Erasure, FakeKernel, FakeProcess, KernelFilterReport, KernelMarks, PAGE_OFFSET, SAMPLE_TASKS,
+    check_kernel_filter, task_layout,
+};
 
 /// Page size used by the kit (the x86_64 page).
 pub const PAGE_SIZE: usize = 4096;

@@ -188,7 +188,7 @@ def judge_task_filters(j, out):
     j.check(not found.get("keeper") and not found.get("bystander"),
             f"{FORMS[31][1]} (-d 31, no filter) holds no page of either",
             {n: len(t) for n, t in found.items()})
-    for name, line in (("vmdump.keep-tasks", "pid \\d+ \\(keeper\\): \\d+ user pages kept"),
+    for name, line in (("vmdump.keep-tasks", "pid \\d+ \\(keeper\\): \\d+ mapped pages kept"),
                        ("vmdump.drop-tasks", "pid \\d+ \\(bystander\\): \\d+ mapped pages dropped")):
         err = (out / f"{name}.stderr").read_text(errors="replace")
         j.check(re.search(line, err) is not None, f"{name} says what its filter did", tail(out / f"{name}.stderr"))

@@ -19,7 +19,6 @@
 pub mod tasks;
 
 use std::collections::BTreeSet;
-use std::ops::Range;
 
 use tasks::Process;
 use vmdump_sdk::{Filter, FilterFactory, Host, Kernel, LogLevel, Needs, PageView, Params, SdkError, Verdict};
@@ -119,34 +118,27 @@ impl FilterFactory for KeepTasks {
             if !walked.insert(p.mm) {
                 continue; // shares its memory with a process already kept
             }
-            let runs = user_runs(kernel, kernel.read_u64(p.mm + pgd)?)
+            let pages = keep_mapped(kernel, kernel.read_u64(p.mm + pgd)?)
                 .map_err(|e| SdkError::failed(format!("pid {} ({}): {e}", p.tgid, p.comm)))?;
-            let pages: u64 = runs.iter().map(|r| r.end - r.start).sum();
-            for run in runs {
-                kernel.keep(run)?;
-            }
-            self.host.log(LogLevel::Info, &format!("pid {} ({}): {pages} user pages kept", p.tgid, p.comm));
+            self.host.log(LogLevel::Info, &format!("pid {} ({}): {pages} mapped pages kept", p.tgid, p.comm));
         }
         Ok(())
     }
 }
 
-/// The pfns the page tables at `pgd` map, sorted and merged.
-fn user_runs(kernel: &Kernel<'_>, pgd: u64) -> Result<Vec<Range<u64>>, SdkError> {
-    let mut runs: Vec<Range<u64>> = Vec::new();
-    kernel.user_pages(pgd, |_vaddr, pfn, pages| {
-        runs.push(pfn..pfn + pages);
-        true
-    })?;
-    runs.sort_by_key(|r| r.start);
-    let mut merged: Vec<Range<u64>> = Vec::with_capacity(runs.len());
-    for run in runs {
-        match merged.last_mut() {
-            Some(last) if run.start <= last.end => last.end = last.end.max(run.end),
-            _ => merged.push(run),
-        }
+/// Keeps every pfn the page tables at `pgd` map (the host merges the
+/// runs); the pages mapped, a page mapped twice counted twice.
+fn keep_mapped(kernel: &Kernel<'_>, pgd: u64) -> Result<u64, SdkError> {
+    let (mut pages, mut refused) = (0, None);
+    let walked = kernel.user_pages(pgd, |_vaddr, pfn, count| {
+        pages += count;
+        refused = kernel.keep(pfn..pfn + count).err();
+        refused.is_none()
+    });
+    match refused {
+        Some(why) => Err(why.into()), // the walk stopped because of it
+        None => walked.map(|()| pages).map_err(Into::into),
     }
-    Ok(merged)
 }
 
 impl Filter for NoPages {

@@ -145,6 +145,43 @@ impl FakeKernel {
         self
     }
 
+    /// With [`SAMPLE_TASKS`] as its task list: the idle task (pid 0),
+    /// `kthreadd` (2, a kernel thread), `sshd` (412: pfns 0x900..0x904
+    /// and 0x100..0x102) and `postgres` (977: pfns 0x2000..0x2010).
+    pub fn with_sample_tasks(self) -> Self {
+        self.with_task_list(&SAMPLE_TASKS)
+    }
+
+    /// With a task list from `init_task`: one `task_struct` per process of
+    /// `processes` (the first is `init_task`), linked through `tasks` in
+    /// that order, with `tgid`, `comm` and `mm`; a process with user pages
+    /// has an `mm_struct` whose `pgd` maps them, one with `None` is a kernel
+    /// thread (`mm` 0). The members are those of [`task_layout`].
+    pub fn with_task_list(mut self, processes: &[FakeProcess<'_>]) -> Self {
+        use task_layout::*;
+        self = self.with_symbol("init_task", task_address(0), TASK_STRIDE);
+        for (member, offset, size, c_type) in MEMBERS {
+            let (type_name, member) = member.split_once('.').expect("type.member");
+            self = self.with_member(&format!("struct {type_name}"), member, offset, size, c_type);
+        }
+        for (i, p) in processes.iter().enumerate() {
+            let (task, next) = (task_address(i), task_address((i + 1) % processes.len()));
+            let mm = p.user_pages.map_or(0, |_| task + MM_IN_PAGE);
+            let mut comm = p.comm.as_bytes().to_vec();
+            comm.resize(16, 0);
+            self = self
+                .with_memory(task + TASKS, &(next + TASKS).to_le_bytes())
+                .with_memory(task + TGID, &p.tgid.to_le_bytes())
+                .with_memory(task + MM, &mm.to_le_bytes())
+                .with_memory(task + COMM, &comm);
+            if let Some(runs) = p.user_pages {
+                let pgd = task + PGD_IN_PAGE;
+                self = self.with_memory(mm + PGD, &pgd.to_le_bytes()).with_user_pages(pgd, runs);
+            }
+        }
+        self
+    }
+
     /// With the user pages `runs` (`(vaddr, pfn, pages)`) under the top table at `pgd`.
     pub fn with_user_pages(mut self, pgd: u64, runs: &[(u64, u64, u64)]) -> Self {
         self.user.insert(pgd, runs.to_vec());
@@ -237,6 +274,67 @@ impl KernelServices for FakeKernel {
         let erasure = Erasure { space, addr, len, fill, what: what.to_owned() };
         self.marks.borrow_mut().erasures.push(erasure);
         Ok(())
+    }
+}
+
+/// A process of [`FakeKernel::with_task_list`].
+#[derive(Debug, Clone, Copy)]
+pub struct FakeProcess<'a> {
+    /// Its thread group id.
+    pub tgid: u32,
+    /// Its `comm` (up to 15 bytes).
+    pub comm: &'a str,
+    /// The runs `(vaddr, pfn, pages)` its page tables map; `None` for a
+    /// kernel thread.
+    pub user_pages: Option<&'a [(u64, u64, u64)]>,
+}
+
+/// The processes of [`FakeKernel::with_sample_tasks`].
+pub const SAMPLE_TASKS: [FakeProcess<'static>; 4] = [
+    FakeProcess { tgid: 0, comm: "swapper/0", user_pages: None },
+    FakeProcess { tgid: 2, comm: "kthreadd", user_pages: None },
+    FakeProcess {
+        tgid: 412,
+        comm: "sshd",
+        user_pages: Some(&[(0x40_0000, 0x900, 3), (0x40_3000, 0x903, 1), (0x7ff0_0000, 0x100, 2)]),
+    },
+    FakeProcess { tgid: 977, comm: "postgres", user_pages: Some(&[(0x40_0000, 0x2000, 16)]) },
+];
+
+/// Where [`FakeKernel::with_task_list`] puts things: process `i`'s
+/// `task_struct` at [`task_layout::task_address`]`(i)`, its `mm_struct` and
+/// its top page table in the same 16 KiB.
+pub mod task_layout {
+    use super::PAGE_OFFSET;
+
+    /// Bytes between two processes' `task_struct`s.
+    pub const TASK_STRIDE: u64 = 0x4000;
+    /// `task_struct.tasks` (a `struct list_head`).
+    pub const TASKS: u64 = 0x10;
+    /// `task_struct.tgid` (`pid_t`).
+    pub const TGID: u64 = 0x20;
+    /// `task_struct.mm`.
+    pub const MM: u64 = 0x28;
+    /// `task_struct.comm` (`char [16]`).
+    pub const COMM: u64 = 0x40;
+    /// `mm_struct.pgd`.
+    pub const PGD: u64 = 0x50;
+    /// The `mm_struct`, from its process's `task_struct`.
+    pub const MM_IN_PAGE: u64 = 0x1000;
+    /// The top page table, from its process's `task_struct`.
+    pub const PGD_IN_PAGE: u64 = 0x2000;
+    /// The members, as `type.member`, offset, size and C type.
+    pub const MEMBERS: [(&str, u64, u64, &str); 5] = [
+        ("task_struct.tasks", TASKS, 16, "struct list_head"),
+        ("task_struct.tgid", TGID, 4, "pid_t"),
+        ("task_struct.mm", MM, 8, "struct mm_struct *"),
+        ("task_struct.comm", COMM, 16, "char [16]"),
+        ("mm_struct.pgd", PGD, 8, "pgd_t *"),
+    ];
+
+    /// The `task_struct` of process `i`.
+    pub fn task_address(i: usize) -> u64 {
+        PAGE_OFFSET + 0x10_0000 + i as u64 * TASK_STRIDE
     }
 }
 
