@@ -37,6 +37,7 @@ fn it_is_an_abi_1_1_filter_that_decides_in_prepare_alone() {
 
 #[test]
 fn a_process_named_by_comm_drops_exactly_its_mapped_pages() {
+    #[allow(clippy::single_range_in_vec_init)] // one range of pfns, not a Vec of 16 pfns
     excluding(&[("comm", "postgres")], vec![0x2000..0x2010]);
 }
 
