@@ -4,7 +4,8 @@
 //! (tests/py/erase_judge.py, libkdumpfile 0.5.4) finds every erased byte
 //! to be the fill byte and every other byte of those pages as in the
 //! vmcore, and reads the eraseinfo (`file.eraseinfo.raw`); `vmdump
-//! convert` keeps both; drgn still opens the dump.
+//! convert` keeps both; an ELF dump records them in its ERASEINFO note,
+//! which convert carries into a kdump file; drgn still opens the dump.
 
 mod support;
 
@@ -114,6 +115,36 @@ fn erased_bytes_read_back_as_the_fill_byte_with_eraseinfo_through_convert_and_dr
         ]);
         let again = judge(&converted, fixture, &spec_file);
         assert_eq!(eraseinfo(&again), lines, "{}: convert changed the eraseinfo", fixture.name);
+
+        // As an ELF dump: the erasures recorded in its ERASEINFO note, which
+        // convert carries into a kdump file's eraseinfo.
+        let elf = dir.join(format!("{}.erased.elf", fixture.name));
+        vmdump_ok([
+            "--plugin-dir".as_ref(),
+            plugins.as_os_str(),
+            "dump".as_ref(),
+            "--elf".as_ref(),
+            "--profile".as_ref(),
+            profile.as_os_str(),
+            "-d".as_ref(),
+            "31".as_ref(),
+            fixture.elf.as_os_str(),
+            elf.as_os_str(),
+        ]);
+        assert_eq!(
+            eraseinfo(&judge(&elf, fixture, &spec_file)),
+            lines,
+            "{}: the ELF dump's ERASEINFO",
+            fixture.name
+        );
+        let from_elf = dir.join(format!("{}.from-elf", fixture.name));
+        vmdump_ok(["convert".as_ref(), elf.as_os_str(), from_elf.as_os_str()]);
+        assert_eq!(
+            eraseinfo(&judge(&from_elf, fixture, &spec_file)),
+            lines,
+            "{}: ELF to kdump",
+            fixture.name
+        );
 
         // drgn opens the erased dump and reads its kallsyms.
         let out = Command::new(drgn_python())

@@ -17,7 +17,10 @@ pub mod write;
 
 pub use crate::machine::{EM_AARCH64, EM_X86_64};
 pub use endian::Endian;
-pub use notes::{NOTE_HEADER_SIZE, NOTE_NAME_CORE, NOTE_NAME_VMCOREINFO, NT_PRSTATUS, Note, NoteIter, Notes};
+pub use notes::{
+    NOTE_HEADER_SIZE, NOTE_NAME_CORE, NOTE_NAME_ERASEINFO, NOTE_NAME_VMCOREINFO, NT_PRSTATUS, Note, NoteIter,
+    Notes,
+};
 
 use crate::vmcoreinfo::VmcoreInfo;
 use crate::{FormatError, ReadAt};

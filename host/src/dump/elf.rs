@@ -282,7 +282,12 @@ pub(super) fn dump_elf(plan: &Plan<'_>, sink: &mut dyn Sink) -> Result<DumpRepor
     let (loads, pages, excluded) = count_segments(plan)?;
     let classify_seconds = started.elapsed().as_secs_f64();
     let (input, ram) = (plan.input(), plan.ram());
-    let notes = &input.notes().bytes;
+    // What filters erased is recorded as an ERASEINFO note (the input's
+    // own, carried in plan.eraseinfo(), replaced), as makedumpfile does.
+    let notes = match plan.eraseinfo() {
+        [] => input.notes().bytes.clone(),
+        eraseinfo => input.notes().with_eraseinfo(eraseinfo),
+    };
     let layout = CoreLayout::new(loads, notes.len() as u64, input.page_size());
     let mut out = ElfOut {
         sink,
@@ -294,7 +299,7 @@ pub(super) fn dump_elf(plan: &Plan<'_>, sink: &mut dyn Sink) -> Result<DumpRepor
         data_end: layout.data_offset,
         pages: 0,
     };
-    out.begin(notes)?;
+    out.begin(&notes)?;
     let mut progress = Progress::new("Copying data", pages, plan.run().progress);
     let pass = Pass { piece: None, threads: plan.run().threads, encode: false };
     let (counts, ran) = run_pages(plan, pass, |slot| {

@@ -51,8 +51,8 @@ pub trait Input: PhysRead + Sync {
     fn earlier(&self) -> Option<(&dyn MetadataFilter, DumpLevel)> {
         None
     }
-    /// What an earlier erase filter overwrote (a dump's eraseinfo); empty
-    /// for a vmcore.
+    /// What an earlier erase filter overwrote (a dump's eraseinfo, an ELF
+    /// dump's ERASEINFO note); empty for a vmcore.
     ///
     /// # Errors
     /// The dump's eraseinfo cannot be read.
@@ -179,6 +179,10 @@ impl Input for Vmcore {
 
     fn notes(&self) -> &Notes {
         &self.elf.notes
+    }
+
+    fn eraseinfo(&self) -> Result<Vec<u8>, vmdump_format::FormatError> {
+        Ok(self.elf.notes.eraseinfo())
     }
 
     fn vmcoreinfo(&self) -> Option<&VmcoreInfo> {

@@ -21,6 +21,10 @@ pub const NT_PRSTATUS: u32 = 1;
 pub const NOTE_NAME_CORE: &[u8] = b"CORE";
 /// Name of the VMCOREINFO note (type 0).
 pub const NOTE_NAME_VMCOREINFO: &[u8] = b"VMCOREINFO";
+/// Name of the note that records erased data in an ELF dump (type 0; its
+/// descriptor is the eraseinfo text of a kdump file, padded with NULs), as
+/// makedumpfile writes it and libkdumpfile reads it (`file.eraseinfo.raw`).
+pub const NOTE_NAME_ERASEINFO: &[u8] = b"ERASEINFO";
 /// Size of an ELF note header (same for ELF32 and ELF64).
 pub const NOTE_HEADER_SIZE: usize = 12;
 
@@ -97,6 +101,31 @@ impl Notes {
     /// The VMCOREINFO descriptor bytes, if present.
     pub fn vmcoreinfo_bytes(&self) -> Option<&[u8]> {
         self.vmcoreinfo.clone().map(|r| &self.bytes[r])
+    }
+
+    /// The eraseinfo text of the first ERASEINFO note, without its NUL
+    /// padding; empty when there is none.
+    pub fn eraseinfo(&self) -> Vec<u8> {
+        let note = self.iter().flatten().find(|n| n.name == NOTE_NAME_ERASEINFO);
+        let desc = note.map_or(&[][..], |n| n.desc);
+        desc[..desc.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)].to_vec()
+    }
+
+    /// The payload with every ERASEINFO note left out and, when
+    /// `eraseinfo` is not empty, one ERASEINFO note of it at the end.
+    pub fn with_eraseinfo(&self, eraseinfo: &[u8]) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.bytes.len() + eraseinfo.len() + 24);
+        for note in self.iter().flatten() {
+            if note.name != NOTE_NAME_ERASEINFO {
+                let end = (note.desc_offset + note.desc.len()).div_ceil(4) * 4;
+                bytes.extend_from_slice(&self.bytes[note.header_offset..end.min(self.bytes.len())]);
+                bytes.resize(bytes.len().div_ceil(4) * 4, 0);
+            }
+        }
+        if !eraseinfo.is_empty() {
+            bytes.extend(super::write::note(self.endian, NOTE_NAME_ERASEINFO, 0, eraseinfo));
+        }
+        bytes
     }
 
     /// Length of the payload in bytes (the source `size_note`, §1.5).

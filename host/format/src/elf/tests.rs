@@ -145,3 +145,20 @@ fn many_pt_notes_cannot_multiply_memory() {
     }
     assert!(matches!(ElfVmcore::parse(&big), Err(FormatError::NotesTooLarge { .. })));
 }
+
+#[test]
+fn an_eraseinfo_note_is_read_and_replaced_with_the_other_notes_kept() {
+    let e = Endian::Little;
+    let (cpus, old) = (cpu_notes(e, 1), note(e, NOTE_NAME_ERASEINFO, 0, b"erase a size 4\n\0\0"));
+    let tail = note(e, b"VMCOREDD", 0, b"device");
+    let notes = Notes::from_bytes([cpus.clone(), old, tail.clone()].concat(), e).unwrap();
+    assert_eq!(notes.eraseinfo(), b"erase a size 4\n");
+    let rewritten = Notes::from_bytes(notes.with_eraseinfo(b"erase a size 4\nerase b nullify\n"), e).unwrap();
+    let names: Vec<_> = rewritten.iter().map(|n| n.unwrap().name.to_vec()).collect();
+    let expected: [&[u8]; 4] = [b"CORE", b"VMCOREINFO", b"VMCOREDD", b"ERASEINFO"];
+    assert_eq!(names, expected);
+    assert_eq!(rewritten.eraseinfo(), b"erase a size 4\nerase b nullify\n");
+    assert_eq!(rewritten.vmcoreinfo_bytes(), notes.vmcoreinfo_bytes());
+    let without = notes.with_eraseinfo(b"");
+    assert_eq!(without, [cpus, tail].concat());
+}
