@@ -263,6 +263,10 @@ struct Decoded {
 const NAMES_WINDOW: usize = 64 << 10;
 
 impl Names {
+    /// Reads the names in two passes over `kallsyms_names`: the first
+    /// sizes the decoded text, the second decodes it into buffers of that
+    /// size, so that no buffer grows by doubling (the peak stays the size
+    /// of the names, 5 MiB for 200,000 symbols, not twice that).
     fn read<R: PhysRead + ?Sized>(
         memory: &KernelMemory<'_, R>,
         start: u64,
@@ -270,19 +274,20 @@ impl Names {
         long_lengths: bool,
         tokens: &Tokens,
     ) -> Result<Self, MapError> {
-        let mut window = Window { memory, next: start, bytes: Vec::new(), at: 0 };
-        let mut names = Decoded::default();
+        let mut size = 0usize;
+        each_name(memory, start, num_syms, long_lengths, |_, tokens_of_name| {
+            size += tokens_of_name.iter().map(|&t| tokens.0[usize::from(t)].len()).sum::<usize>();
+            Ok(())
+        })?;
+        let mut names = Decoded {
+            text: Vec::with_capacity(size + TOKEN_COPY),
+            ends: Vec::with_capacity(num_syms),
+            kinds: Vec::with_capacity(num_syms),
+        };
         let padded = tokens.padded();
         let mut first = Vec::new();
-        for _ in 0..num_syms {
-            let where_ = window.position();
-            let mut len = usize::from(window.take(1)?[0]);
-            if long_lengths && len & 0x80 != 0 {
-                len = (len & 0x7f) | usize::from(window.take(1)?[0]) << 7;
-            }
-            let Some((&head, rest)) = window.take(len)?.split_first() else {
-                return Err(corrupt("kallsyms_names", where_, "a name of no tokens".into()));
-            };
+        each_name(memory, start, num_syms, long_lengths, |where_, tokens_of_name| {
+            let (&head, rest) = tokens_of_name.split_first().expect("each_name gives one token at least");
             // The first character is the type, the rest the name.
             first.clear();
             tokens.append(&padded, head, &mut first);
@@ -301,7 +306,8 @@ impl Names {
             let end = u32::try_from(names.text.len())
                 .map_err(|_| corrupt("kallsyms_names", where_, "over 4 GiB of names".into()))?;
             names.ends.push(end);
-        }
+            Ok(())
+        })?;
         // Kernel symbols are ASCII: every end is a character boundary.
         if !names.text.is_ascii() {
             return Err(corrupt("kallsyms_names", start, "names that are not ASCII".into()));
@@ -318,6 +324,32 @@ impl Names {
     fn index_of(&self, name: &str) -> Option<usize> {
         (0..self.ends.len()).find(|&i| self.name(i) == name)
     }
+}
+
+/// Calls `each(where, tokens)` with the token bytes of each of the
+/// `num_syms` names of `kallsyms_names` at `start` (a length byte, two
+/// when the first has bit 7 and `long_lengths`, then the tokens).
+fn each_name<R: PhysRead + ?Sized>(
+    memory: &KernelMemory<'_, R>,
+    start: u64,
+    num_syms: usize,
+    long_lengths: bool,
+    mut each: impl FnMut(u64, &[u8]) -> Result<(), MapError>,
+) -> Result<(), MapError> {
+    let mut window = Window { memory, next: start, bytes: Vec::new(), at: 0 };
+    for _ in 0..num_syms {
+        let where_ = window.position();
+        let mut len = usize::from(window.take(1)?[0]);
+        if long_lengths && len & 0x80 != 0 {
+            len = (len & 0x7f) | usize::from(window.take(1)?[0]) << 7;
+        }
+        let tokens = window.take(len)?;
+        if tokens.is_empty() {
+            return Err(corrupt("kallsyms_names", where_, "a name of no tokens".into()));
+        }
+        each(where_, tokens)?;
+    }
+    Ok(())
 }
 
 /// `kallsyms_names`, read a window at a time.
