@@ -97,5 +97,6 @@ pub fn text(t: &Triage) -> String {
 
 fn frame(f: &crate::triage::Frame) -> String {
     let module = f.module.as_ref().map_or(String::new(), |m| format!(" [{m}]"));
-    format!("{:016x} {}{module}", f.address, f.symbol.as_deref().unwrap_or("?"))
+    let guess = if f.guess { "? " } else { "" };
+    format!("{:016x} {guess}{}{module}", f.address, f.symbol.as_deref().unwrap_or("?"))
 }

@@ -2,8 +2,9 @@
 //! symbols). arm64 kernels keep frame pointers: the chain of (fp, lr)
 //! pairs is followed. Debian's x86_64 kernels have none (they unwind with
 //! ORC, which the dump does not describe to vmdump): the stack is scanned
-//! for words that are return addresses, text addresses right after a call
-//! instruction.
+//! for words that are text addresses, as the kernel's own trace does; those
+//! right after a call instruction are return addresses, the others stale
+//! values, shown with `? ` as the kernel shows its unreliable frames.
 
 use serde::Serialize;
 
@@ -17,7 +18,7 @@ use vmdump_format::machine::Machine;
 pub enum StackMethod {
     /// The frame pointer chain.
     FramePointers,
-    /// A scan of the stack for return addresses (no frame pointers).
+    /// A scan of the stack for text addresses (no frame pointers).
     Scan,
 }
 
@@ -26,7 +27,7 @@ impl StackMethod {
     pub fn describe(self) -> &'static str {
         match self {
             StackMethod::FramePointers => "frame pointers",
-            StackMethod::Scan => "a scan of the stack for return addresses (no frame pointers)",
+            StackMethod::Scan => "a scan of the stack for text addresses, `? ` where no call precedes (no frame pointers)",
         }
     }
 }
@@ -40,6 +41,9 @@ pub struct Frame {
     pub symbol: Option<String>,
     /// The module it is in, if not the kernel.
     pub module: Option<String>,
+    /// A text address found on the stack that no call instruction
+    /// precedes: a stale value, not a return address.
+    pub guess: bool,
 }
 
 /// The size of a kernel stack (THREAD_SIZE of x86_64 and arm64 with 4 KiB
@@ -82,7 +86,7 @@ fn frame_chain(kernel: &KernelView<'_>, mut fp: u64, stack_end: u64) -> Vec<Fram
     frames
 }
 
-/// The return addresses between `sp` and `stack_end`.
+/// The text addresses between `sp` and `stack_end`, guesses marked.
 fn scan(kernel: &KernelView<'_>, sp: u64, stack_end: u64) -> Result<Vec<Frame>, String> {
     let memory = kernel.memory();
     let len =
@@ -95,8 +99,9 @@ fn scan(kernel: &KernelView<'_>, sp: u64, stack_end: u64) -> Result<Vec<Frame>, 
         if frames.len() == MAX_FRAMES {
             break;
         }
-        if is_text(kernel, word) && follows_a_call(kernel, word) {
-            frames.push(frame(kernel, word, true));
+        if is_text(kernel, word) {
+            let guess = !follows_a_call(kernel, word);
+            frames.push(Frame { guess, ..frame(kernel, word, true) });
         }
     }
     Ok(frames)
@@ -141,14 +146,15 @@ fn frame(kernel: &KernelView<'_>, address: u64, is_return: bool) -> Frame {
         }
     };
     if let Some((s, offset)) = kernel.symbols().ok().and_then(|k| k.containing(at)) {
-        return Frame { address, symbol: Some(symbolized(s.name, offset, s.size)), module: None };
+        return Frame { address, symbol: Some(symbolized(s.name, offset, s.size)), module: None, guess: false };
     }
     if let Some((m, s, offset)) = kernel.modules().ok().and_then(|m| m.containing(at)) {
         return Frame {
             address,
             symbol: Some(symbolized(s.name, offset, s.size)),
             module: Some(m.name.clone()),
+            guess: false,
         };
     }
-    Frame { address, symbol: None, module: None }
+    Frame { address, symbol: None, module: None, guess: false }
 }
