@@ -71,7 +71,7 @@ fn filtered_dump(vmcore: &Path, out: &Path, threads: usize) -> vmdump::dump::Dum
 fn a_metadata_filter_leaves_out_exactly_what_it_excludes() {
     let dir = temp_dir("dump-filter");
     let spec = SynthSpec { ram_bytes: 96 << 20, ..quirky_spec() };
-    let (vmcore, summary) = synthetic(&dir, spec);
+    let (vmcore, summary) = synthetic(&dir, spec.clone());
     let out = dir.join("filtered");
     let report = filtered_dump(&vmcore, &out, 2);
     let ram: Vec<u64> =
@@ -98,7 +98,7 @@ fn dump_level_31_on_a_synthetic_kernel_excludes_what_its_struct_pages_say() {
     for flavour in [synth::Flavour::Linux6_1, synth::Flavour::Linux6_12] {
         let dir = temp_dir(&format!("dump-d31-{flavour:?}"));
         let spec = kernel_spec(flavour);
-        let (vmcore, summary) = synthetic(&dir, spec);
+        let (vmcore, summary) = synthetic(&dir, spec.clone());
         let ram = synth::ram_ranges(&spec).into_iter().flat_map(|r| r.start / 4096..r.end.div_ceil(4096));
         let excluded = ram
             .filter(|&pfn| synth::expected_class(&spec, pfn).is_some_and(|c| c.excluded_at(31)))
@@ -151,7 +151,7 @@ fn unreadable_struct_pages_are_kept_where_a_dump_must_not_be_lost() {
     spec.ram_bytes = 320 << 20;
     spec.data_percent = 10;
     spec.kernel = spec.kernel.map(|k| synth::KernelSpec { vmemmap_hole: Some(1), ..k });
-    let (vmcore, summary) = synthetic(&dir, spec);
+    let (vmcore, summary) = synthetic(&dir, spec.clone());
     let ram: Vec<u64> =
         synth::ram_ranges(&spec).into_iter().flat_map(|r| r.start / 4096..r.end.div_ceil(4096)).collect();
     let excluded = ram
@@ -195,7 +195,7 @@ fn unreadable_struct_pages_are_kept_where_a_dump_must_not_be_lost() {
 fn the_example_filter_plugins_named_in_a_profile_exclude_what_they_say() {
     let dir = temp_dir("dump-filter-plugins");
     let spec = SynthSpec { ram_bytes: 32 << 20, ..SynthSpec::default() };
-    let (vmcore, summary) = synthetic(&dir, spec);
+    let (vmcore, summary) = synthetic(&dir, spec.clone());
     let poisoned = [0x800u64, 0x801, 0x2500];
     for pfn in poisoned {
         overwrite_page(&vmcore, pfn, &[0x6b; 8]);
@@ -227,7 +227,7 @@ fn the_example_filter_plugins_named_in_a_profile_exclude_what_they_say() {
 fn a_metadata_filter_plugin_leaves_no_unused_descriptor_slot() {
     let dir = temp_dir("dump-filter-slots");
     let spec = SynthSpec { ram_bytes: 32 << 20, ..SynthSpec::default() };
-    let (vmcore, summary) = synthetic(&dir, spec);
+    let (vmcore, summary) = synthetic(&dir, spec.clone());
     let profile = dir.join("ranges.toml");
     let ranges = "[[filters]]\nname = \"pfn-ranges\"\nparams = { ranges = \"0x400-0x500,0x1000-0x1800\" }\n";
     std::fs::write(&profile, ranges).unwrap();

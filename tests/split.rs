@@ -10,10 +10,15 @@ use support::dumps::{fixtures, libkdumpfile_compare, makedumpfile_ok, vmdump, vm
 use support::synthetic::{OsArg, expect_failure, kernel_spec, synthetic};
 use support::temp_dir;
 use vmdump_format::kdump::KdumpReader;
-use vmdump_synth::Flavour;
+use vmdump_synth::{Flavour, SynthSpec};
 
 /// `vmdump dump --split 3` of `vmcore` at `level`; returns the pieces.
 fn split(vmcore: &Path, out: &Path, level: &str, block: &str) -> Vec<PathBuf> {
+    split_in(vmcore, out, level, block, 3)
+}
+
+/// `vmdump dump --split PIECES` of `vmcore` at `level`; returns the pieces.
+fn split_in(vmcore: &Path, out: &Path, level: &str, block: &str, pieces: usize) -> Vec<PathBuf> {
     let args: Vec<OsArg> = vec![
         "dump".into(),
         "--no-progress".into(),
@@ -22,14 +27,14 @@ fn split(vmcore: &Path, out: &Path, level: &str, block: &str) -> Vec<PathBuf> {
         "-d".into(),
         level.into(),
         "--split".into(),
-        "3".into(),
+        pieces.to_string().as_str().into(),
         "--splitblock-size".into(),
         block.into(),
         vmcore.into(),
         out.into(),
     ];
     vmdump_ok(args);
-    (1..=3).map(|i| PathBuf::from(format!("{}.{i}", out.display()))).collect()
+    (1..=pieces).map(|i| PathBuf::from(format!("{}.{i}", out.display()))).collect()
 }
 
 /// The pfn ranges of the pieces, from their sub headers.
@@ -92,6 +97,76 @@ fn split_dumps_of_a_synthetic_kernel_reassemble_page_exact() {
     let dir = temp_dir("split-synthetic");
     let (vmcore, _) = synthetic(&dir, kernel_spec(Flavour::Linux6_1));
     check_split_dump(&vmcore, &dir, "31", "8M");
+}
+
+/// splitmix64: the property test's draws, repeatable from its seed.
+fn next(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A RAM map of 1 to 5 ranges with holes between them (and maybe before
+/// the first), each 1 page to 12 MiB.
+fn random_ram_map(state: &mut u64) -> Vec<std::ops::Range<u64>> {
+    let page = 4096;
+    let mut at = (next(state) % 3) * (next(state) % 2048) * page;
+    (0..1 + next(state) % 5)
+        .map(|_| {
+            let len =
+                if next(state).is_multiple_of(4) { 1 + next(state) % 8 } else { 1 + next(state) % 3072 }
+                    * page;
+            let range = at..at + len;
+            at = range.end + (1 + next(state) % 4096) * page;
+            range
+        })
+        .collect()
+}
+
+/// Random RAM maps, piece counts (2 to 8), split blocks and shares of
+/// data pages: every piece of every split holds pfns, the pieces are
+/// contiguous, and makedumpfile and vmdump reassemble them into the same
+/// bytes, which libkdumpfile reads page-exact against the vmcore.
+#[test]
+fn random_ram_maps_split_into_pieces_that_makedumpfile_reassembles() {
+    let seed = std::env::var("VMDUMP_SPLIT_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5917);
+    let mut state: u64 = seed;
+    for case in 0..16 {
+        let dir = temp_dir(&format!("split-random-{case}"));
+        let ram_map = random_ram_map(&mut state);
+        let pieces = 2 + (next(&mut state) % 7) as usize;
+        let block = format!("{}K", 4 << (next(&mut state) % 12));
+        let data_percent = [0, 1, 10, 40, 100][(next(&mut state) % 5) as usize];
+        let spec = SynthSpec {
+            ram_map: Some(ram_map.clone()),
+            data_percent,
+            seed: next(&mut state),
+            kernel_text_overlap: false,
+            ..SynthSpec::default()
+        };
+        let what = format!(
+            "seed {seed:#x} case {case}: RAM {ram_map:x?}, {pieces} pieces of {block} blocks, {data_percent} % data"
+        );
+        let (vmcore, _) = synthetic(&dir, spec);
+        let parts = split_in(&vmcore, &dir.join("split"), "1", &block, pieces);
+        let ranges = pieces_of(&parts);
+        assert!(ranges.iter().all(|r| !r.is_empty()), "{what}: an empty piece in {ranges:x?}");
+        assert!(
+            ranges[0].start == 0 && ranges.windows(2).all(|w| w[0].end == w[1].start),
+            "{what}: {ranges:x?}"
+        );
+        let (ours, theirs) = reassemble_both(&parts, &dir);
+        assert!(
+            std::fs::read(&ours).unwrap() == std::fs::read(&theirs).unwrap(),
+            "{what}: reassemblies differ"
+        );
+        let read = libkdumpfile_compare(&ours, &vmcore);
+        let stored = KdumpReader::open(std::fs::File::open(&ours).unwrap()).unwrap().num_dumpable();
+        assert_eq!((read.different, read.equal), (0, stored), "{what}: {}", read.raw);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 #[test]

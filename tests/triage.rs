@@ -92,7 +92,12 @@ fn the_text_triage_names_the_panic_and_the_handler() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("panic:       sysrq triggered crash\n"), "{text}");
     assert!(text.contains(" sysrq_handle_crash+0x16/0x20\n"), "{text}");
-    assert!(text.contains("stack (a scan of the stack for text addresses, `? ` where no call precedes (no frame pointers)):"), "{text}");
+    assert!(
+        text.contains(
+            "stack (a scan of the stack for text addresses, `? ` where no call precedes (no frame pointers)):"
+        ),
+        "{text}"
+    );
     assert!(text.contains("crash time:  2026-"), "{text}");
 }
 

@@ -27,7 +27,9 @@ impl StackMethod {
     pub fn describe(self) -> &'static str {
         match self {
             StackMethod::FramePointers => "frame pointers",
-            StackMethod::Scan => "a scan of the stack for text addresses, `? ` where no call precedes (no frame pointers)",
+            StackMethod::Scan => {
+                "a scan of the stack for text addresses, `? ` where no call precedes (no frame pointers)"
+            }
         }
     }
 }
@@ -146,7 +148,12 @@ fn frame(kernel: &KernelView<'_>, address: u64, is_return: bool) -> Frame {
         }
     };
     if let Some((s, offset)) = kernel.symbols().ok().and_then(|k| k.containing(at)) {
-        return Frame { address, symbol: Some(symbolized(s.name, offset, s.size)), module: None, guess: false };
+        return Frame {
+            address,
+            symbol: Some(symbolized(s.name, offset, s.size)),
+            module: None,
+            guess: false,
+        };
     }
     if let Some((m, s, offset)) = kernel.modules().ok().and_then(|m| m.containing(at)) {
         return Frame {

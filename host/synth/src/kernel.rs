@@ -218,7 +218,7 @@ pub(crate) fn cached(spec: &SynthSpec) -> Option<Cached> {
             return Some(layout.clone());
         }
         let layout = build::build(spec).map(Arc::new);
-        *cell.borrow_mut() = Some((*spec, layout.clone()));
+        *cell.borrow_mut() = Some((spec.clone(), layout.clone()));
         Some(layout)
     })
 }

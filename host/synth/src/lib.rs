@@ -68,7 +68,7 @@ pub const GAP_PHOFF: u64 = 192;
 const CHUNK_BYTES: usize = 4 << 20;
 
 /// What to generate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SynthSpec {
     /// Bytes of RAM (rounded up to whole pages).
     pub ram_bytes: u64,
@@ -95,6 +95,9 @@ pub struct SynthSpec {
     /// and describe them in VMCOREINFO (module [`kernel`]); `None` keeps the
     /// output of earlier versions byte for byte.
     pub kernel: Option<KernelSpec>,
+    /// RAM as these physical byte ranges (page aligned, ascending), in
+    /// place of `ram_bytes` and `holes`; for specs without a kernel.
+    pub ram_map: Option<Vec<Range<u64>>>,
 }
 
 impl Default for SynthSpec {
@@ -111,6 +114,7 @@ impl Default for SynthSpec {
             phoff_gap: false,
             unaligned_offsets: false,
             kernel: None,
+            ram_map: None,
         }
     }
 }
@@ -148,7 +152,9 @@ pub fn ram_ranges(spec: &SynthSpec) -> Vec<Range<u64>> {
 fn ram_only(spec: &SynthSpec) -> Vec<Range<u64>> {
     let total = spec.ram_bytes.div_ceil(PAGE_SIZE as u64).max(1) * PAGE_SIZE as u64;
     let mut ranges = Vec::new();
-    if !spec.holes {
+    if let Some(map) = &spec.ram_map {
+        ranges.clone_from(map);
+    } else if !spec.holes {
         ranges.push(0..total);
     } else {
         let low = total.min(LEGACY_HOLE.start);

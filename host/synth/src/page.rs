@@ -197,7 +197,7 @@ mod tests {
             assert_eq!(kind == PageKind::Zero, a.iter().all(|&x| x == 0), "pfn {pfn}");
         }
         assert_eq!(kinds.len(), 5, "all kinds appear: {kinds:?}");
-        let other = SynthSpec { seed: spec.seed + 1, ..spec };
+        let other = SynthSpec { seed: spec.seed + 1, ..spec.clone() };
         let differs = (0..200).any(|pfn| {
             page(&spec, pfn, &mut a);
             page(&other, pfn, &mut b);
