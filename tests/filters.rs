@@ -57,7 +57,7 @@ fn filtered_dump(vmcore: &Path, out: &Path, threads: usize) -> vmdump::dump::Dum
         registry: &registry,
         allow_lower: false,
         format: Format::Kdump,
-        progress: vmdump::progress::ProgressStyle::Off,
+        progress: vmdump::progress::ProgressOptions::default(),
         close_incomplete: false,
         extra: Some(&EveryFifth),
     };

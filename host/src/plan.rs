@@ -23,7 +23,7 @@ use crate::kernel::KernelView;
 use crate::level::DumpLevel;
 use crate::plugin::{LoadError, Registry};
 use crate::profile::Profile;
-use crate::progress::ProgressStyle;
+use crate::progress::ProgressOptions;
 
 /// What comes out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +47,7 @@ pub struct RunSettings {
     /// Pages per batch.
     pub batch_pages: usize,
     /// How to show progress.
-    pub progress: ProgressStyle,
+    pub progress: ProgressOptions,
     /// When the disk fills or the size limit is reached, close the file as
     /// an incomplete dump (status flag, readable up to where it stopped)
     /// instead of failing; only for outputs that can be rewritten.
@@ -69,7 +69,7 @@ pub struct Asked<'a> {
     /// The output format.
     pub format: Format,
     /// Progress display.
-    pub progress: ProgressStyle,
+    pub progress: ProgressOptions,
     /// Whether the output can be closed as an incomplete dump.
     pub close_incomplete: bool,
     /// A metadata stage of the caller's own, after the others.
@@ -131,7 +131,7 @@ impl<'a> Plan<'a> {
                 false => ReadMode::Pread,
             },
             batch_pages: 256,
-            progress: asked.progress,
+            progress: asked.progress.clone(),
             close_incomplete: asked.close_incomplete,
             interrupt: Interrupt::default(),
         };

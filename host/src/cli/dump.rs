@@ -13,7 +13,7 @@ use crate::level::DumpLevel;
 use crate::plan::{Asked, Format, Plan, open_kernel};
 use crate::plugin::{Registry, SearchPath};
 use crate::profile::{OutputFormat, Profile, ProfileSource};
-use crate::progress::ProgressStyle;
+use crate::progress::{ProgressOptions, ProgressStyle};
 use crate::read::Modules;
 use vmdump_format::sink::{FileSink, FlattenedSink, Sink};
 
@@ -49,9 +49,18 @@ pub struct DumpArgs {
     /// Overwrite OUTPUT if it exists.
     #[arg(short = 'f', long)]
     pub force: bool,
-    /// No progress bar.
+    /// No progress on stderr (no bar on a terminal, no lines elsewhere).
     #[arg(long)]
     pub no_progress: bool,
+    /// Write progress as JSON lines to this open file descriptor (e.g. 3
+    /// with `3>progress.json`): one a second, and a last one with
+    /// `"phase": "done"` and the final counts.
+    #[arg(long, value_name = "FD")]
+    pub progress_fd: Option<u32>,
+    /// Seconds between progress lines when stderr is not a terminal, and
+    /// between JSON lines [default: 5 for the lines, 1 for JSON].
+    #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
+    pub progress_interval: Option<std::time::Duration>,
     /// Wait until the dump is on disk before exiting (fdatasync).
     #[arg(long)]
     pub sync: bool,
@@ -176,8 +185,34 @@ fn write_dump(args: &DumpArgs, profile: &Profile, plan: &Plan<'_>) -> anyhow::Re
     })
 }
 
-/// A bar for vmdump's own command line; makedumpfile's line when its message
-/// level has the progress bit.
+/// Parses a positive number of seconds.
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(std::time::Duration::from_secs_f64)
+        .ok_or_else(|| format!("{text:?} is not a positive number of seconds"))
+}
+
+/// The progress the command line asks for, with the JSON stream's file
+/// descriptor opened (again, through /proc/self/fd: appending to what it
+/// refers to).
+fn progress_options(args: &DumpArgs) -> anyhow::Result<ProgressOptions> {
+    let json = match args.progress_fd {
+        None => None,
+        Some(fd) => {
+            let path = format!("/proc/self/fd/{fd}");
+            let file = std::fs::OpenOptions::new().append(true).open(&path).with_context(|| {
+                format!("--progress-fd {fd}: not an open file descriptor to write ({path})")
+            })?;
+            Some(std::sync::Arc::new(file))
+        }
+    };
+    Ok(ProgressOptions { style: progress_style(args), interval: args.progress_interval, json })
+}
+
+/// A bar for vmdump's own command line (lines when stderr is not a
+/// terminal); makedumpfile's line when its message level has the progress bit.
 fn progress_style(args: &DumpArgs) -> ProgressStyle {
     match args.message_level {
         _ if args.no_progress => ProgressStyle::Off,
@@ -259,6 +294,7 @@ pub fn run_with(
     plugin_dirs: &[PathBuf],
     pieces: &[PathBuf],
 ) -> anyhow::Result<Outcome> {
+    let started = std::time::Instant::now();
     let registry = registry_for(profile, args.elf, plugin_dirs);
     let modules = Modules::new(registry.search_path.clone());
     let inputs = [std::slice::from_ref(&args.input), pieces].concat();
@@ -266,12 +302,13 @@ pub fn run_with(
     let mut notes = Vec::new();
     let kernel = open_kernel(input.as_ref(), &mut notes);
     notes.drain(..).for_each(|note| eprintln!("vmdump: warning: {note}"));
+    let progress = progress_options(args)?;
     let asked = Asked {
         profile,
         registry: &registry,
         allow_lower: args.allow_lower_level,
         format: if args.elf { Format::Elf } else { Format::Kdump },
-        progress: progress_style(args),
+        progress: progress.clone(),
         // Only a plain file can be flagged incomplete (§2.1: never a stream).
         close_incomplete: args.output != Path::new("-") && profile.dump.format == OutputFormat::Kdump,
         extra: None,
@@ -285,6 +322,9 @@ pub fn run_with(
         None => write_dump(args, profile, &plan)?,
     };
     print_outcome(args, &report)?;
+    if let Some(json) = &progress.json {
+        crate::progress::write_json(json, &report.done_line(started.elapsed().as_secs_f64()));
+    }
     Ok(match () {
         () if report.is_incomplete() => Outcome::Incomplete,
         () if report.is_degraded() => Outcome::Degraded,

@@ -300,15 +300,15 @@ pub(super) fn dump_elf(plan: &Plan<'_>, sink: &mut dyn Sink) -> Result<DumpRepor
         pages: 0,
     };
     out.begin(&notes)?;
-    let mut progress = Progress::new("Copying data", pages, plan.run().progress);
+    let mut progress = Progress::new("Copying data", pages, &plan.run().progress);
     let pass = Pass { piece: None, threads: plan.run().threads, encode: false };
     let (counts, ran) = run_pages(plan, pass, |slot| {
         super::check_interrupt(plan)?;
         out.write_slot(slot)?;
-        progress.update(out.pages);
+        progress.update(out.pages, out.data_end);
         Ok(())
     })?;
-    progress.finish();
+    progress.finish(out.pages, out.data_end);
     let incomplete = cut_short(ran, plan)?;
     let (pages_in_file, bytes_written) = out.finish(incomplete.is_some() || !counts.lost.is_empty())?;
     Ok(DumpReport::new(plan, excluded, ram.max_pfn(), pages_in_file, incomplete)

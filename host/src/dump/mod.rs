@@ -319,17 +319,16 @@ fn dump_kdump(
         eraseinfo: plan.eraseinfo(),
     };
     let mut writer = KdumpWriter::begin(sink, &preamble)?;
-    let progress_style =
-        if piece.is_some() { crate::progress::ProgressStyle::Off } else { plan.run().progress };
-    let mut progress = Progress::new("Copying data", writer.expected_pages(), progress_style);
+    let options = if piece.is_some() { plan.run().progress.quiet() } else { plan.run().progress.clone() };
+    let mut progress = Progress::new("Copying data", writer.expected_pages(), &options);
     let run = Pass { piece, threads, encode: true };
     let (counts, ran) = run_pages(plan, run, |slot| {
         check_interrupt(plan)?;
         writer.write_run(slot.pages.first_pfn(), &slot.data, &slot.records)?;
-        progress.update(writer.pages());
+        progress.update(writer.pages(), writer.bytes());
         Ok(())
     })?;
-    progress.finish();
+    progress.finish(writer.pages() + writer.dropped(), writer.bytes());
     let incomplete = cut_short(ran, plan)?;
     let accounted = writer.pages() + writer.dropped();
     if incomplete.is_none() && accounted != writer.expected_pages() {

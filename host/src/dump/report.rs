@@ -161,6 +161,31 @@ impl DumpReport {
         self.zero_pages + self.excluded.total() + self.extension_pages()
     }
 
+    /// The JSON stream's last line: done, with the final counts.
+    pub fn done_line(&self, elapsed_s: f64) -> crate::progress::JsonLine<'static, Done<'_>> {
+        let x = &self.excluded;
+        let excluded = Excluded {
+            zero: self.zero_pages,
+            cache: x.cache,
+            cache_private: x.cache_private,
+            user: x.user,
+            free: x.free,
+            hwpoison: x.hwpoison,
+            offline: x.offline,
+            filters: self.extension_pages(),
+        };
+        let fields = Done {
+            complete: !self.is_incomplete(),
+            incomplete: self.incomplete.as_deref(),
+            dump_level: self.dump_level.bits(),
+            ram_pages: self.ram_pages,
+            pages_in_file: self.pages_in_file,
+            bytes_written: self.bytes_written,
+            excluded,
+        };
+        crate::progress::JsonLine { phase: "done", elapsed_s, fields }
+    }
+
     /// makedumpfile's report, line for line (§7.4).
     pub fn makedumpfile_text(&self) -> String {
         let mut t = String::new();
@@ -323,4 +348,38 @@ impl DumpReport {
         }
         t
     }
+}
+
+/// The final counts of the JSON stream's `done` line.
+#[derive(Debug, serde::Serialize)]
+pub struct Done<'a> {
+    /// Whether the dump holds every page it set out to.
+    pub complete: bool,
+    /// Why not, when it does not.
+    pub incomplete: Option<&'a str>,
+    /// The dump level used.
+    pub dump_level: u8,
+    /// RAM pages of the input.
+    pub ram_pages: u64,
+    /// Pages in the file.
+    pub pages_in_file: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// Pages left out, by class.
+    pub excluded: Excluded,
+}
+
+/// Pages left out, by makedumpfile's classes, and by filter plugins.
+#[derive(Debug, serde::Serialize)]
+#[allow(missing_docs)] // makedumpfile's report names them
+pub struct Excluded {
+    pub zero: u64,
+    pub cache: u64,
+    pub cache_private: u64,
+    pub user: u64,
+    pub free: u64,
+    pub hwpoison: u64,
+    pub offline: u64,
+    /// Pages filter plugins excluded.
+    pub filters: u64,
 }

@@ -287,6 +287,11 @@ impl<'s> KdumpWriter<'s> {
         Ok(())
     }
 
+    /// Bytes of the file written so far (where the page data ends).
+    pub fn bytes(&self) -> u64 {
+        self.data_end
+    }
+
     /// Pages written so far.
     pub fn pages(&self) -> u64 {
         self.pages
