@@ -11,6 +11,7 @@ pub mod codec;
 pub mod dmesg;
 pub mod dump;
 pub mod entropy;
+pub mod estimate;
 pub mod exclude;
 pub mod health;
 pub mod input;

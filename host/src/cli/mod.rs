@@ -7,6 +7,7 @@ pub mod compat;
 mod convert;
 mod dmesg;
 mod dump;
+mod estimate;
 mod info;
 mod plugins;
 pub(crate) mod reassemble;
@@ -52,6 +53,10 @@ pub enum Command {
     /// Convert a dump (ELF, kdump, flattened, split) into kdump with another
     /// compressor or a higher dump level, or into ELF (--elf).
     Convert(convert::ConvertArgs),
+    /// Predict a dump before making it: the pages of each class and at
+    /// each dump level (exact), and the file's size for the profile's codec
+    /// (from a compressed sample of the kept pages).
+    Estimate(estimate::EstimateArgs),
     /// Join the pieces of a split dump (`dump --split`, makedumpfile --split) into one file.
     Reassemble(reassemble::ReassembleArgs),
     /// Write the kernel log of an ELF vmcore or a dump (as makedumpfile --dump-dmesg).
@@ -99,6 +104,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         }
         Command::Symbols(args) => {
             symbols::run(&args, &cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success)
+        }
+        Command::Estimate(args) => {
+            estimate::run(&args, &cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success)
         }
         Command::Reassemble(args) => reassemble::run(&args),
         Command::Convert(args) => convert::run(&args, &cli.plugin_dirs),

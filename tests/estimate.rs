@@ -1,0 +1,98 @@
+//! `vmdump estimate` on the real vmcores, judged by the real dumps: the
+//! pages in the file at -d 1 and -d 31 equal those of vmdump's dumps (and
+//! the classes at -d 31 equal makedumpfile's report), and the predicted
+//! size is within 5 % of the real file for zlib, lzo and zstd, and within
+//! the estimate's own error bound.
+
+mod support;
+
+use std::path::Path;
+
+use support::dumps::{all_fixtures, dump_counts, vmdump, vmdump_ok};
+use support::temp_dir;
+
+/// `vmdump estimate --json` of `vmcore` at `level` with `codec`.
+fn estimate(vmcore: &Path, level: &str, codec: &str) -> serde_json::Value {
+    let out = vmdump(
+        ["estimate", "--json", "-d", level, "--compress", codec]
+            .iter()
+            .map(AsRef::as_ref)
+            .chain([vmcore.as_os_str()]),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn estimates_of_the_real_vmcores_match_their_dumps() {
+    let Some(fixtures) = all_fixtures() else { return };
+    let dir = temp_dir("estimate");
+    for f in &fixtures {
+        for (level, codec) in [("31", "zlib"), ("31", "lzo"), ("31", "zstd"), ("1", "zlib")] {
+            let e = estimate(&f.elf, level, codec);
+            let dump = dir.join(format!("{}.d{level}.{codec}", f.name));
+            vmdump_ok(
+                ["dump", "--no-progress", "-f", "-d", level, "--compress", codec]
+                    .iter()
+                    .map(AsRef::as_ref)
+                    .chain([f.elf.as_os_str(), dump.as_os_str()]),
+            );
+            let real = dump_counts(&dump);
+            let what = format!("{} -d {level} {codec}", f.name);
+            assert_eq!(e["estimate"]["pages_in_file"].as_u64(), Some(real.pages_in_file), "{what}");
+            let table = e["levels"].as_array().unwrap();
+            let row = &table[level.parse::<usize>().unwrap()];
+            assert_eq!(row.as_array().unwrap()[1].as_u64(), Some(real.pages_in_file), "{what}: the table");
+            assert_eq!(e["ram_pages"].as_u64(), Some(real.ram_pages), "{what}");
+            let size = std::fs::metadata(&dump).unwrap().len() as f64;
+            let predicted = e["estimate"]["bytes"].as_f64().unwrap();
+            let bound = e["estimate"]["error_bytes"].as_f64().unwrap();
+            let off = (predicted - size).abs();
+            eprintln!(
+                "{what}: predicted {predicted} ± {bound}, real {size} ({:+.2} %)",
+                (predicted / size - 1.0) * 100.0
+            );
+            assert!(off <= 0.05 * size, "{what}: predicted {predicted}, real {size}");
+            assert!(off <= bound.max(0.005 * size), "{what}: {off} off, beyond the bound {bound}");
+            let zero = e["estimate"]["zero_pages"].as_f64().unwrap();
+            assert!(
+                (zero - real.zero_pages as f64).abs() <= 0.05 * real.zero_pages as f64 + 50.0,
+                "{what}: zero {zero} against {}",
+                real.zero_pages
+            );
+            std::fs::remove_file(&dump).unwrap();
+        }
+        let classes = &estimate(&f.elf, "31", "none")["classes"];
+        for (key, label) in [
+            ("cache", "Non-private cache pages"),
+            ("cache_private", "Private cache pages"),
+            ("user", "User process data pages"),
+            ("free", "Free pages"),
+        ] {
+            assert_eq!(
+                classes[key].as_u64(),
+                Some(f.expected_count(31, label)),
+                "{}: {key} against makedumpfile's report",
+                f.name
+            );
+        }
+    }
+}
+
+/// The text form names the classes, the table and the prediction.
+#[test]
+fn the_text_estimate_says_how_it_was_made() {
+    let Some(fixtures) = all_fixtures() else { return };
+    let out = vmdump(["estimate".as_ref(), "-d".as_ref(), "31".as_ref(), fixtures[0].elf.as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for part in [
+        "excluded at -d 31, by class",
+        "pages in the file at each level:",
+        "-d 31:",
+        "(95 %)",
+        "in pfn order from a random start",
+    ] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+}
