@@ -8,7 +8,7 @@ mod support;
 
 use std::path::Path;
 
-use support::dumps::{all_fixtures, dump_counts, vmdump, vmdump_ok};
+use support::dumps::{all_fixtures, dump_counts, report_counts, report_value, vmdump, vmdump_ok};
 use support::temp_dir;
 
 /// `vmdump estimate --json` of `vmcore` at `level` with `codec`.
@@ -95,4 +95,51 @@ fn the_text_estimate_says_how_it_was_made() {
     ] {
         assert!(text.contains(part), "{part}: {text}");
     }
+}
+
+/// makedumpfile's `--dry-run --show-stats`: no file, and its report with
+/// the class counts of the real run's report, the zero pages and write
+/// bytes within 5 % of them.
+#[test]
+fn the_makedumpfile_dry_run_reports_the_dump_it_would_write() {
+    let Some(fixtures) = all_fixtures() else { return };
+    let dir = temp_dir("dry-run");
+    let f = &fixtures[1];
+    let run = |extra: &[&str], out: &Path| {
+        let args = ["makedumpfile", "-c", "-d", "31", "--show-stats"].iter().chain(extra).map(AsRef::as_ref);
+        let o = vmdump(args.chain([f.elf.as_os_str(), out.as_os_str()]));
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+    };
+    let (dry, real) = (dir.join("not-written"), dir.join("written"));
+    let predicted = run(&["--dry-run"], &dry);
+    assert!(!dry.exists(), "--dry-run wrote {}", dry.display());
+    assert!(predicted.contains("The dumpfile is not written (--dry-run)"), "{predicted}");
+    let written = run(&[], &real);
+    let (p, w) = (report_counts(&predicted), report_counts(&written));
+    for label in [
+        "Original pages",
+        "Non-private cache pages",
+        "Private cache pages",
+        "User process data pages",
+        "Free pages",
+        "Total pages",
+    ] {
+        let value = |counts: &[(String, u64)]| counts.iter().find(|(l, _)| l == label).map(|(_, v)| *v);
+        assert_eq!(value(&p), value(&w), "{label}: {predicted}\n{written}");
+    }
+    let near = |label: &str| {
+        let (a, b) = (report_value(&predicted, label) as f64, report_value(&written, label) as f64);
+        assert!((a - b).abs() <= 0.05 * b, "{label}: {a} predicted, {b} written");
+    };
+    near("Pages filled with zero");
+    let bytes = |text: &str| {
+        text.lines().find_map(|l| l.strip_prefix("Write bytes     : ")).unwrap().parse::<f64>().unwrap()
+    };
+    let size = std::fs::metadata(&real).unwrap().len() as f64;
+    assert!(
+        (bytes(&predicted) - size).abs() <= 0.05 * size,
+        "{} predicted, {size} written",
+        bytes(&predicted)
+    );
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::dump::{DumpArgs, registry_for};
 use crate::classify::ClassCounts;
+use crate::dump::report::{ReportCounts, makedumpfile_report};
 use crate::estimate::{self, DEFAULT_SAMPLE_PAGES, SizeEstimate};
 use crate::input::Input;
 use crate::kernel::KernelView;
@@ -67,6 +68,11 @@ pub struct Report {
     pub levels: Vec<(u8, u64)>,
     /// The dump asked for.
     pub estimate: SizeEstimate,
+    /// Pages excluded at the level asked, by class.
+    pub excluded: Classes,
+    /// The same, as the dump counts them.
+    #[serde(skip)]
+    pub excluded_counts: ClassCounts,
     /// How long the estimate took.
     pub seconds: f64,
 }
@@ -171,6 +177,8 @@ pub fn estimate_of(
         classes: at_31.as_ref().map(Classes::from),
         levels,
         estimate,
+        excluded: Classes::from(&kept.excluded),
+        excluded_counts: kept.excluded,
         seconds: started.elapsed().as_secs_f64(),
     })
 }
@@ -249,4 +257,41 @@ fn text(r: &Report) -> String {
         r.seconds
     );
     t
+}
+
+/// makedumpfile's `--dry-run`: the estimate of the dump `dump` asks for,
+/// printed as makedumpfile's report (message level bit 16) with the page
+/// counts exact and the zero pages and write bytes estimated, and no file
+/// written.
+///
+/// # Errors
+/// The input cannot be read or planned.
+pub fn dry_run(dump: &DumpArgs, profile: &Profile, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
+    let args = EstimateArgs {
+        profile: None,
+        compress: None,
+        dump_level: None,
+        sample_pages: DEFAULT_SAMPLE_PAGES,
+        seed: 1,
+        allow_lower_level: dump.allow_lower_level,
+        json: false,
+        input: dump.input.clone(),
+    };
+    let r = estimate_of(&args, profile, plugin_dirs)?;
+    let e = &r.estimate;
+    let level = dump.message_level.unwrap_or(7);
+    if level & 16 != 0 {
+        let zero_excluded = DumpLevel::new(e.dump_level).is_ok_and(DumpLevel::excludes_zero_pages);
+        let zero = if zero_excluded { e.zero_pages } else { 0 };
+        let counts = ReportCounts { ram_pages: r.ram_pages, max_mapnr: r.max_pfn, zero };
+        print!("{}", makedumpfile_report(&counts, &r.excluded_counts, None, e.bytes));
+    }
+    if level & 2 != 0 {
+        println!(
+            "\nThe dumpfile is not written (--dry-run): the pages are counted as the dump would, the zero pages \
+             and the write bytes ({} \u{b1} {}) estimated from {} sampled pages.\n\nmakedumpfile Completed.",
+            e.bytes, e.error_bytes, e.sample.pages
+        );
+    }
+    Ok(())
 }

@@ -12,7 +12,7 @@ mod bitmaps;
 mod elf;
 mod lost;
 mod pipeline;
-mod report;
+pub mod report;
 pub mod self_check;
 mod slot;
 mod split;

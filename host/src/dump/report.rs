@@ -188,40 +188,10 @@ impl DumpReport {
 
     /// makedumpfile's report, line for line (§7.4).
     pub fn makedumpfile_text(&self) -> String {
-        let mut t = String::new();
-        let original = self.ram_pages;
-        let excluded = self.excluded_pages();
-        let hex = |v: u64| format!("0x{v:016x}");
-        let _ = writeln!(t);
-        let _ = writeln!(t, "Original pages  : {}", hex(original));
-        let _ = writeln!(t, "  Excluded pages   : {}", hex(excluded));
-        let x = &self.excluded;
-        for (label, value) in [
-            ("Pages filled with zero  ", self.zero_pages),
-            ("Non-private cache pages ", x.cache),
-            ("Private cache pages     ", x.cache_private),
-            ("User process data pages ", x.user),
-            ("Free pages              ", x.free),
-            ("Hwpoison pages          ", x.hwpoison),
-            ("Offline pages           ", x.offline),
-        ] {
-            let _ = writeln!(t, "    {label}: {}", hex(value));
-        }
-        if x.earlier > 0 {
-            let _ = writeln!(t, "    Excluded in the input   : {}", hex(x.earlier));
-        }
-        if !self.plugin_excluded.is_empty() {
-            let _ = writeln!(t, "    Extension filter pages  : {}", hex(self.extension_pages()));
-        }
-        let _ = writeln!(t, "  Remaining pages  : {}", hex(original - excluded));
-        if let Some(percent) = ((original - excluded) * 100).checked_div(original) {
-            let _ = writeln!(t, "  (The number of pages is reduced to {percent}%.)");
-        }
-        let _ = writeln!(t, "Memory Hole     : {}", hex(self.max_mapnr - original));
-        let _ = writeln!(t, "--------------------------------------------------");
-        let _ = writeln!(t, "Total pages     : {}", hex(self.max_mapnr));
-        let _ = writeln!(t, "Write bytes     : {}", self.bytes_written);
-        t
+        let extension = (!self.plugin_excluded.is_empty()).then(|| self.extension_pages());
+        let counts =
+            ReportCounts { ram_pages: self.ram_pages, max_mapnr: self.max_mapnr, zero: self.zero_pages };
+        makedumpfile_report(&counts, &self.excluded, extension, self.bytes_written)
     }
 
     /// What the user must know of a dump that is complete and still not
@@ -382,4 +352,59 @@ pub struct Excluded {
     pub offline: u64,
     /// Pages filter plugins excluded.
     pub filters: u64,
+}
+
+/// The counts makedumpfile's report begins with.
+#[derive(Debug, Clone, Copy)]
+pub struct ReportCounts {
+    /// RAM pages (1st bitmap).
+    pub ram_pages: u64,
+    /// Pfns the bitmaps cover.
+    pub max_mapnr: u64,
+    /// Zero pages left out.
+    pub zero: u64,
+}
+
+/// makedumpfile's report (§7.4) of `counts`, the classes `x` excluded, the
+/// pages extension filters excluded (a line only when filters ran) and the
+/// bytes written.
+pub fn makedumpfile_report(
+    counts: &ReportCounts,
+    x: &ClassCounts,
+    extension: Option<u64>,
+    bytes: u64,
+) -> String {
+    let mut t = String::new();
+    let original = counts.ram_pages;
+    let excluded = counts.zero + x.total() + extension.unwrap_or(0);
+    let hex = |v: u64| format!("0x{v:016x}");
+    let _ = writeln!(t);
+    let _ = writeln!(t, "Original pages  : {}", hex(original));
+    let _ = writeln!(t, "  Excluded pages   : {}", hex(excluded));
+    for (label, value) in [
+        ("Pages filled with zero  ", counts.zero),
+        ("Non-private cache pages ", x.cache),
+        ("Private cache pages     ", x.cache_private),
+        ("User process data pages ", x.user),
+        ("Free pages              ", x.free),
+        ("Hwpoison pages          ", x.hwpoison),
+        ("Offline pages           ", x.offline),
+    ] {
+        let _ = writeln!(t, "    {label}: {}", hex(value));
+    }
+    if x.earlier > 0 {
+        let _ = writeln!(t, "    Excluded in the input   : {}", hex(x.earlier));
+    }
+    if let Some(pages) = extension {
+        let _ = writeln!(t, "    Extension filter pages  : {}", hex(pages));
+    }
+    let _ = writeln!(t, "  Remaining pages  : {}", hex(original - excluded));
+    if let Some(percent) = ((original - excluded) * 100).checked_div(original) {
+        let _ = writeln!(t, "  (The number of pages is reduced to {percent}%.)");
+    }
+    let _ = writeln!(t, "Memory Hole     : {}", hex(counts.max_mapnr - original));
+    let _ = writeln!(t, "--------------------------------------------------");
+    let _ = writeln!(t, "Total pages     : {}", hex(counts.max_mapnr));
+    let _ = writeln!(t, "Write bytes     : {bytes}");
+    t
 }

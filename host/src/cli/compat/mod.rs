@@ -38,6 +38,8 @@ pub enum Request {
     Version,
     /// `-h`.
     Help,
+    /// `--dry-run`: the dump's estimate (`vmdump estimate`), no file written.
+    DryRun(Box<DumpArgs>),
     /// `--check-params`: this request, checked but not carried out.
     Check(Box<Request>),
 }
@@ -55,6 +57,7 @@ struct Given {
     reassemble: bool,
     dmesg: bool,
     check: bool,
+    dry_run: bool,
     no_mmap: bool,
     help: bool,
     version: bool,
@@ -110,6 +113,7 @@ impl Given {
             "--show-stats" => self.show_stats = true,
             "-D" => self.message_level = Some(31), // debug: every message
             "--check-params" => self.check = true,
+            "--dry-run" => self.dry_run = true,
             "-v" => self.version = true,
             "-h" | "--help" => self.help = true,
             _ => {} // accepted without effect
@@ -148,6 +152,19 @@ impl Given {
     }
 }
 
+/// What a request does, for messages.
+fn what(request: &Request) -> &'static str {
+    match request {
+        Request::Dump(..) | Request::DryRun(_) => "a dump",
+        Request::Rearrange(..) => "-R",
+        Request::Reassemble(_) => "--reassemble",
+        Request::Dmesg(..) => "--dump-dmesg",
+        Request::Version => "-v",
+        Request::Help => "-h",
+        Request::Check(_) => "--check-params",
+    }
+}
+
 /// makedumpfile accepts "-d 31" and a list of levels to retry ("-d 31,11")
 /// when the dump does not fit.
 fn parse_levels(text: &str) -> anyhow::Result<Vec<DumpLevel>> {
@@ -163,8 +180,15 @@ fn parse_levels(text: &str) -> anyhow::Result<Vec<DumpLevel>> {
 /// number of files makedumpfile refuses too.
 pub fn parse_with(args: &[String], profile: Option<(&Path, &Profile)>) -> anyhow::Result<Request> {
     let given = Given::read(args)?;
-    let check = given.check;
-    let request = given.request(profile)?;
+    let (check, dry_run) = (given.check, given.dry_run);
+    let request = match given.request(profile)? {
+        Request::Dump(dump, _) if dry_run => {
+            ensure!(dump.split_outputs.is_empty(), "--dry-run cannot be combined with --split");
+            Request::DryRun(dump)
+        }
+        other if dry_run => bail!("--dry-run is only for a dump (not {})", what(&other)),
+        other => other,
+    };
     Ok(if check { Request::Check(Box::new(request)) } else { request })
 }
 
@@ -246,7 +270,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Request> {
 /// and the compressor it names, without opening VMCORE or creating any
 /// file (mkdumprd passes the words `vmcore` and `dumpfile`).
 fn check_params(request: &Request, base: &Profile, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
-    let Request::Dump(dump, _) = request else { return Ok(()) };
+    let (Request::Dump(dump, _) | Request::DryRun(dump)) = request else { return Ok(()) };
     let profile = dump.apply_to(base.clone())?;
     let registry = super::dump::registry_for(&profile, dump.elf, plugin_dirs);
     if profile.compress.plugin != "none" && !dump.elf {
@@ -277,6 +301,10 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
             Ok(Outcome::Success)
         }
         Request::Dump(dump, levels) => dump_at_levels(*dump, &levels, &profile, plugin_dirs).map(saved_dump),
+        Request::DryRun(dump) => {
+            super::estimate::dry_run(&dump, &dump.apply_to(profile.clone())?, plugin_dirs)?;
+            Ok(Outcome::Success)
+        }
         Request::Rearrange(out, force) => {
             let mut file = super::dump::create_output(&out, force)?;
             let mut input = std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock());
