@@ -78,6 +78,11 @@ pub fn open<'m>(paths: &[PathBuf], modules: &'m Modules) -> anyhow::Result<Box<d
     Ok(Box::new(KdumpInput::open(paths, modules)?))
 }
 
+/// Whether `path` is the running kernel's `/proc/kcore` (a live dump).
+pub fn is_live(path: &Path) -> bool {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf()) == Path::new("/proc/kcore")
+}
+
 /// Whether `path` starts with the ELF magic.
 ///
 /// # Errors
@@ -85,8 +90,18 @@ pub fn open<'m>(paths: &[PathBuf], modules: &'m Modules) -> anyhow::Result<Box<d
 pub fn is_elf(path: &Path) -> anyhow::Result<bool> {
     use std::io::Read;
     let mut magic = [0u8; 4];
-    let mut file = File::open(path).map_err(|cause| InputError::Open { path: path.into(), cause })?;
+    let mut file = open_file(path)?;
     Ok(file.read(&mut magic)? == 4 && magic == *b"\x7fELF")
+}
+
+/// Opens `path` to read, saying why a live dump needs root when it does.
+fn open_file(path: &Path) -> Result<File, InputError> {
+    File::open(path).map_err(|cause| match cause.kind() {
+        std::io::ErrorKind::PermissionDenied if is_live(path) => {
+            InputError::LiveNotRoot { path: path.into(), cause }
+        }
+        _ => InputError::Open { path: path.into(), cause },
+    })
 }
 
 /// Why the input cannot be dumped.
@@ -108,6 +123,26 @@ pub enum InputError {
         path: PathBuf,
         /// What is wrong, and where.
         cause: FormatError,
+    },
+    /// `/proc/kcore` could not be opened: it is root's alone.
+    #[error(
+        "cannot open {path}: {cause}: a live dump reads the running kernel's memory through /proc/kcore, \
+         which only root can read (CAP_SYS_RAWIO)"
+    )]
+    LiveNotRoot {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        cause: std::io::Error,
+    },
+    /// `/proc/kcore` without a VMCOREINFO note.
+    #[error(
+        "{path} has no VMCOREINFO note (Linux 4.19 and later write one): without it the running \
+         kernel's memory cannot be classified or translated, so no live dump is made"
+    )]
+    LiveWithoutVmcoreinfo {
+        /// The file.
+        path: PathBuf,
     },
     /// VMCOREINFO and the caller disagree on something essential.
     #[error("{path}: {message}")]
@@ -138,10 +173,18 @@ impl Vmcore {
     /// # Errors
     /// [`InputError`] naming the file and, for format errors, the offset.
     pub fn open(path: &Path) -> Result<Self, InputError> {
-        let file = File::open(path).map_err(|cause| InputError::Open { path: path.into(), cause })?;
+        let live = is_live(path);
+        let file = open_file(path)?;
         let format = |cause| InputError::Format { path: path.into(), cause };
-        let elf = ElfVmcore::parse(&file).map_err(format)?;
+        let mut elf = ElfVmcore::parse(&file).map_err(format)?;
+        // /proc/kcore's segments of vmalloc, modules and vmemmap have no
+        // physical address (p_paddr -1): they are not RAM, which its
+        // KCORE_RAM segments (and the kernel text's) cover.
+        elf.loads.retain(|load| load.paddr != u64::MAX);
         let info = elf.vmcoreinfo().map_err(format)?;
+        if live && info.is_none() {
+            return Err(InputError::LiveWithoutVmcoreinfo { path: path.into() });
+        }
         let page_size = info.as_ref().and_then(VmcoreInfo::page_size).unwrap_or(4096);
         let phys = PhysMap::new(&elf.loads, page_size).map_err(format)?;
         let size = file.size();
