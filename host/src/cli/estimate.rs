@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::dump::{DumpArgs, registry_for};
 use crate::classify::ClassCounts;
-use crate::dump::report::{ReportCounts, makedumpfile_report};
+use crate::dump::report::{Excluded, ReportCounts, makedumpfile_report};
 use crate::estimate::{self, DEFAULT_SAMPLE_PAGES, SizeEstimate};
 use crate::input::Input;
 use crate::kernel::KernelView;
@@ -63,37 +63,18 @@ pub struct Report {
     pub max_pfn: u64,
     /// Pages excluded at -d 31, by class (None when the kernel's struct
     /// pages cannot be classified).
-    pub classes: Option<Classes>,
+    pub classes: Option<Excluded>,
     /// (level, pages in the file) for levels 0 to 31.
     pub levels: Vec<(u8, u64)>,
     /// The dump asked for.
     pub estimate: SizeEstimate,
     /// Pages excluded at the level asked, by class.
-    pub excluded: Classes,
+    pub excluded: Excluded,
     /// The same, as the dump counts them.
     #[serde(skip)]
     pub excluded_counts: ClassCounts,
     /// How long the estimate took.
     pub seconds: f64,
-}
-
-/// makedumpfile's classes of excluded pages.
-#[derive(Debug, Serialize)]
-#[allow(missing_docs)] // makedumpfile's names
-pub struct Classes {
-    pub cache: u64,
-    pub cache_private: u64,
-    pub user: u64,
-    pub free: u64,
-    pub hwpoison: u64,
-    pub offline: u64,
-}
-
-impl From<&ClassCounts> for Classes {
-    fn from(c: &ClassCounts) -> Self {
-        let (cache, cache_private, user, free) = (c.cache, c.cache_private, c.user, c.free);
-        Self { cache, cache_private, user, free, hwpoison: c.hwpoison, offline: c.offline }
-    }
 }
 
 /// Runs `vmdump estimate`.
@@ -174,10 +155,10 @@ pub fn estimate_of(
         page_size: plan.input().page_size(),
         ram_pages,
         max_pfn: plan.ram().max_pfn(),
-        classes: at_31.as_ref().map(Classes::from),
+        classes: at_31.as_ref().map(Excluded::from),
         levels,
         estimate,
-        excluded: Classes::from(&kept.excluded),
+        excluded: Excluded::from(&kept.excluded),
         excluded_counts: kept.excluded,
         seconds: started.elapsed().as_secs_f64(),
     })

@@ -163,16 +163,10 @@ impl DumpReport {
 
     /// The JSON stream's last line: done, with the final counts.
     pub fn done_line(&self, elapsed_s: f64) -> crate::progress::JsonLine<'static, Done<'_>> {
-        let x = &self.excluded;
         let excluded = Excluded {
-            zero: self.zero_pages,
-            cache: x.cache,
-            cache_private: x.cache_private,
-            user: x.user,
-            free: x.free,
-            hwpoison: x.hwpoison,
-            offline: x.offline,
-            filters: self.extension_pages(),
+            zero: Some(self.zero_pages),
+            filters: Some(self.extension_pages()),
+            ..(&self.excluded).into()
         };
         let fields = Done {
             complete: !self.is_incomplete(),
@@ -339,11 +333,13 @@ pub struct Done<'a> {
     pub excluded: Excluded,
 }
 
-/// Pages left out, by makedumpfile's classes, and by filter plugins.
+/// Pages left out, by makedumpfile's classes, and (in a dump's report) as
+/// zero pages and by filter plugins.
 #[derive(Debug, serde::Serialize)]
 #[allow(missing_docs)] // makedumpfile's report names them
 pub struct Excluded {
-    pub zero: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zero: Option<u64>,
     pub cache: u64,
     pub cache_private: u64,
     pub user: u64,
@@ -351,7 +347,24 @@ pub struct Excluded {
     pub hwpoison: u64,
     pub offline: u64,
     /// Pages filter plugins excluded.
-    pub filters: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filters: Option<u64>,
+}
+
+impl From<&ClassCounts> for Excluded {
+    fn from(c: &ClassCounts) -> Self {
+        let (cache, cache_private, user, free) = (c.cache, c.cache_private, c.user, c.free);
+        Self {
+            zero: None,
+            cache,
+            cache_private,
+            user,
+            free,
+            hwpoison: c.hwpoison,
+            offline: c.offline,
+            filters: None,
+        }
+    }
 }
 
 /// The counts makedumpfile's report begins with.
