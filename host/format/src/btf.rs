@@ -13,6 +13,9 @@
 
 use std::sync::{Arc, OnceLock};
 
+mod scan;
+pub use scan::find_enumerators;
+
 use crate::FormatError;
 use crate::elf::Endian;
 use crate::name_index::NameIndex;
@@ -543,17 +546,17 @@ mod tests {
 
     /// A BTF blob of `records` (each: name, kind, vlen, kind flag, size or
     /// type, then the kind's words), with names added to the strings.
-    struct Blob {
+    pub(super) struct Blob {
         types: Vec<u8>,
         strings: Vec<u8>,
     }
 
     impl Blob {
-        fn new() -> Self {
+        pub(super) fn new() -> Self {
             Blob { types: Vec::new(), strings: vec![0] }
         }
 
-        fn name(&mut self, name: &str) -> u32 {
+        pub(super) fn name(&mut self, name: &str) -> u32 {
             if name.is_empty() {
                 return 0;
             }
@@ -563,7 +566,15 @@ mod tests {
             at
         }
 
-        fn record(&mut self, name: &str, kind: u32, vlen: u32, flag: bool, size: u32, words: &[u32]) {
+        pub(super) fn record(
+            &mut self,
+            name: &str,
+            kind: u32,
+            vlen: u32,
+            flag: bool,
+            size: u32,
+            words: &[u32],
+        ) {
             let name = self.name(name);
             let info = u32::from(flag) << 31 | kind << 24 | vlen;
             for word in [name, info, size].iter().chain(words) {
@@ -571,7 +582,7 @@ mod tests {
             }
         }
 
-        fn bytes(&self) -> Vec<u8> {
+        pub(super) fn bytes(&self) -> Vec<u8> {
             let mut out = vec![0x9f, 0xeb, 1, 0];
             let types = self.types.len() as u32;
             for word in [24, 0, types, types, self.strings.len() as u32] {
@@ -586,7 +597,7 @@ mod tests {
     /// struct outer { long a; union { int b; struct { int c:3, d:5; }; }; char e[7]; }
     /// with ids 1 long, 2 int, 3 char, 4 the anonymous struct, 5 the
     /// anonymous union, 6 char[7], 7 struct outer, 8 typedef outer_t.
-    fn outer() -> Blob {
+    pub(super) fn outer() -> Blob {
         let mut b = Blob::new();
         b.record("long", 1, 0, false, 8, &[64 | 1 << 24]);
         b.record("int", 1, 0, false, 4, &[32 | 1 << 24]);

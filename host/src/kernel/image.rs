@@ -10,7 +10,7 @@
 use std::ops::Range;
 
 use super::error::MapError;
-use super::kallsyms::Kallsyms;
+use super::kallsyms::SomeSymbols;
 use crate::xlat::{KernelMemory, PhysRead};
 
 /// The parts of the image in use, each from its first symbol to its last
@@ -23,13 +23,27 @@ const PARTS: [(&str, &str); 4] = [
 ];
 const FREED_BSS: (&str, &str) = ("__start_bss_decrypted_unused", "__end_bss_decrypted");
 
+/// Every symbol it reads.
+pub const SYMBOLS: [&str; 10] = [
+    PARTS[0].0,
+    PARTS[0].1,
+    PARTS[1].0,
+    PARTS[1].1,
+    PARTS[2].0,
+    PARTS[2].1,
+    PARTS[3].0,
+    PARTS[3].1,
+    FREED_BSS.0,
+    FREED_BSS.1,
+];
+
 /// Pfn ranges of the image in use, sorted and merged.
 ///
 /// # Errors
 /// kallsyms lacks a bound, or a page of the image does not translate.
 pub fn in_use_pfns<R: PhysRead + ?Sized>(
     memory: &KernelMemory<'_, R>,
-    symbols: &Kallsyms,
+    symbols: &SomeSymbols,
 ) -> Result<Vec<Range<u64>>, MapError> {
     if !symbols.has_data_symbols() {
         return Err(MapError::MissingSymbol {
@@ -39,7 +53,7 @@ pub fn in_use_pfns<R: PhysRead + ?Sized>(
     }
     let page = memory.page_size();
     let freed = match (symbols.lookup(FREED_BSS.0), symbols.lookup(FREED_BSS.1)) {
-        (Some(a), Some(b)) => a.address.div_ceil(page) * page..b.address,
+        (Some(a), Some(b)) => a.div_ceil(page) * page..b,
         _ => 0..0,
     };
     let mut pfns = Vec::new();

@@ -72,23 +72,55 @@ impl Kallsyms {
         memory: &KernelMemory<'_, R>,
         info: &VmcoreInfo,
     ) -> Result<Self, MapError> {
-        let endian = memory.arch().endian();
-        let num_syms = {
-            let at = symbol(info, "kallsyms_num_syms")?;
-            endian.u32(&read(memory, at, 4, "kallsyms_num_syms")?, 0) as usize
-        };
-        if num_syms == 0 || num_syms > MAX_SYMBOLS {
-            return Err(corrupt(
-                "kallsyms_num_syms",
-                symbol(info, "kallsyms_num_syms")?,
-                format!("{num_syms} symbols"),
-            ));
-        }
-        let tokens = Tokens::read(memory, info, endian)?;
-        let long_lengths = info.kernel_version().is_none_or(|v| v >= (6, 1));
-        let names = Names::read(memory, symbol(info, "kallsyms_names")?, num_syms, long_lengths, &tokens)?;
-        let (addresses, encoding) = addresses(memory, info, endian, &names)?;
-        Ok(Kallsyms { addresses, names, by_name: OnceLock::new(), encoding })
+        let tables = Tables::open(memory, info)?;
+        let names = Names::read(memory, &tables)?;
+        let stext_index = names
+            .index_of("_stext")
+            .ok_or_else(|| MapError::MissingSymbol { table: TABLE, symbol: "_stext in its names".into() })?;
+        let table = AddressTable::find(memory, info, stext_index)?;
+        let addresses = table.all_from(memory, 0, names.ends.len())?;
+        Ok(Kallsyms { addresses, names, by_name: OnceLock::new(), encoding: table.encoding })
+    }
+
+    /// Finds the symbols called `wanted` in one pass over the names,
+    /// keeping none of the others: what a dump needs of kallsyms (a few
+    /// dozen bytes, where the whole table takes 7 MiB).
+    ///
+    /// # Errors
+    /// As [`Kallsyms::read`].
+    pub fn find<R: PhysRead + ?Sized>(
+        memory: &KernelMemory<'_, R>,
+        info: &VmcoreInfo,
+        wanted: &[&'static str],
+    ) -> Result<SomeSymbols, MapError> {
+        let tables = Tables::open(memory, info)?;
+        let mut decoder = Decoder::new(&tables.tokens);
+        let (mut name, mut index, mut data) = (Vec::new(), 0, 0);
+        let mut stext = None;
+        let mut matches = Vec::new();
+        each_name(memory, &tables, |where_, tokens_of_name| {
+            name.clear();
+            let kind = decoder.append(where_, tokens_of_name, &mut name)?;
+            data += usize::from(is_data(kind));
+            if name == b"_stext" {
+                stext.get_or_insert(index);
+            }
+            if let Some(&n) = wanted.iter().find(|w| w.as_bytes() == name) {
+                matches.push((n, index, kind));
+            }
+            index += 1;
+            Ok(())
+        })?;
+        let stext = stext
+            .ok_or_else(|| MapError::MissingSymbol { table: TABLE, symbol: "_stext in its names".into() })?;
+        let table = AddressTable::find(memory, info, stext)?;
+        let found = matches
+            .into_iter()
+            .map(|(name, index, kind)| {
+                Ok(Found { name, address: table.address(memory, index)?, kind: char::from(kind) })
+            })
+            .collect::<Result<_, MapError>>()?;
+        Ok(SomeSymbols { found, data_symbols: has_data_symbols(data, tables.num_syms) })
     }
 
     /// How the addresses were encoded.
@@ -112,9 +144,7 @@ impl Kallsyms {
     /// Kernels with it have a quarter to a half of data symbols; one in a
     /// hundred tells them apart.
     pub fn has_data_symbols(&self) -> bool {
-        let data =
-            self.names.kinds.iter().filter(|k| matches!(k.to_ascii_lowercase(), b'd' | b'b' | b'r')).count();
-        data * 100 > self.len()
+        has_data_symbols(self.names.kinds.iter().filter(|&&k| is_data(k)).count(), self.len())
     }
 
     /// Symbol `index`, in kallsyms' order.
@@ -174,6 +204,81 @@ impl Kallsyms {
         let symbol = self.get(start);
         let offset = address - symbol.address;
         symbol.size.is_some_and(|size| offset < size).then_some((symbol, offset))
+    }
+}
+
+/// Symbols found by [`Kallsyms::find`].
+#[derive(Debug, Clone, Default)]
+pub struct SomeSymbols {
+    found: Vec<Found>,
+    data_symbols: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Found {
+    name: &'static str,
+    address: u64,
+    kind: char,
+}
+
+impl SomeSymbols {
+    /// The address of the symbol called `name`: the global one when there
+    /// are several (as [`Kallsyms::lookup`] chooses); `None` for a name
+    /// not asked for or not in kallsyms.
+    pub fn lookup(&self, name: &str) -> Option<u64> {
+        let mut all = self.found.iter().filter(|f| f.name == name);
+        let first = all.next()?;
+        Some(std::iter::once(first).chain(all).find(|f| f.kind.is_ascii_uppercase()).unwrap_or(first).address)
+    }
+
+    /// The address of `name`.
+    ///
+    /// # Errors
+    /// kallsyms has no such symbol.
+    pub fn address_of(&self, name: &str) -> Result<u64, MapError> {
+        self.lookup(name).ok_or_else(|| MapError::MissingSymbol { table: TABLE, symbol: name.to_owned() })
+    }
+
+    /// As [`Kallsyms::has_data_symbols`].
+    pub fn has_data_symbols(&self) -> bool {
+        self.data_symbols
+    }
+}
+
+/// Whether `nm` type `kind` is data: `d`, `b`, `r` in either case.
+fn is_data(kind: u8) -> bool {
+    matches!(kind.to_ascii_lowercase(), b'd' | b'b' | b'r')
+}
+
+/// Whether a table of `len` symbols with `data` data symbols lists data
+/// besides text (see [`Kallsyms::has_data_symbols`]).
+fn has_data_symbols(data: usize, len: usize) -> bool {
+    data * 100 > len
+}
+
+/// What the names are read with: their count, where they are, how their
+/// lengths are written, and the tokens.
+struct Tables {
+    num_syms: usize,
+    names_at: u64,
+    long_lengths: bool,
+    tokens: Tokens,
+}
+
+impl Tables {
+    fn open<R: PhysRead + ?Sized>(memory: &KernelMemory<'_, R>, info: &VmcoreInfo) -> Result<Self, MapError> {
+        let endian = memory.arch().endian();
+        let num_at = symbol(info, "kallsyms_num_syms")?;
+        let num_syms = endian.u32(&read(memory, num_at, 4, "kallsyms_num_syms")?, 0) as usize;
+        if num_syms == 0 || num_syms > MAX_SYMBOLS {
+            return Err(corrupt("kallsyms_num_syms", num_at, format!("{num_syms} symbols")));
+        }
+        Ok(Tables {
+            num_syms,
+            names_at: symbol(info, "kallsyms_names")?,
+            long_lengths: info.kernel_version().is_none_or(|v| v >= (6, 1)),
+            tokens: Tokens::read(memory, info, endian)?,
+        })
     }
 }
 
@@ -267,15 +372,10 @@ impl Names {
     /// sizes the decoded text, the second decodes it into buffers of that
     /// size, so that no buffer grows by doubling (the peak stays the size
     /// of the names, 5 MiB for 200,000 symbols, not twice that).
-    fn read<R: PhysRead + ?Sized>(
-        memory: &KernelMemory<'_, R>,
-        start: u64,
-        num_syms: usize,
-        long_lengths: bool,
-        tokens: &Tokens,
-    ) -> Result<Self, MapError> {
+    fn read<R: PhysRead + ?Sized>(memory: &KernelMemory<'_, R>, tables: &Tables) -> Result<Self, MapError> {
+        let (tokens, num_syms) = (&tables.tokens, tables.num_syms);
         let mut size = 0usize;
-        each_name(memory, start, num_syms, long_lengths, |_, tokens_of_name| {
+        each_name(memory, tables, |_, tokens_of_name| {
             size += tokens_of_name.iter().map(|&t| tokens.0[usize::from(t)].len()).sum::<usize>();
             Ok(())
         })?;
@@ -284,24 +384,9 @@ impl Names {
             ends: Vec::with_capacity(num_syms),
             kinds: Vec::with_capacity(num_syms),
         };
-        let padded = tokens.padded();
-        let mut first = Vec::new();
-        each_name(memory, start, num_syms, long_lengths, |where_, tokens_of_name| {
-            let (&head, rest) = tokens_of_name.split_first().expect("each_name gives one token at least");
-            // The first character is the type, the rest the name.
-            first.clear();
-            tokens.append(&padded, head, &mut first);
-            let Some((&kind, name_start)) = first.split_first() else {
-                return Err(corrupt(
-                    "kallsyms_names",
-                    where_,
-                    "a name that starts with an empty token".into(),
-                ));
-            };
-            names.text.extend_from_slice(name_start);
-            for &token in rest {
-                tokens.append(&padded, token, &mut names.text);
-            }
+        let mut decoder = Decoder::new(tokens);
+        each_name(memory, tables, |where_, tokens_of_name| {
+            let kind = decoder.append(where_, tokens_of_name, &mut names.text)?;
             names.kinds.push(kind);
             let end = u32::try_from(names.text.len())
                 .map_err(|_| corrupt("kallsyms_names", where_, "over 4 GiB of names".into()))?;
@@ -310,7 +395,7 @@ impl Names {
         })?;
         // Kernel symbols are ASCII: every end is a character boundary.
         if !names.text.is_ascii() {
-            return Err(corrupt("kallsyms_names", start, "names that are not ASCII".into()));
+            return Err(corrupt("kallsyms_names", tables.names_at, "names that are not ASCII".into()));
         }
         let text = String::from_utf8(names.text).expect("ASCII");
         Ok(Names { text, ends: names.ends, kinds: names.kinds })
@@ -326,21 +411,48 @@ impl Names {
     }
 }
 
+/// Decodes names from their tokens.
+struct Decoder<'t> {
+    tokens: &'t Tokens,
+    padded: [[u8; TOKEN_COPY]; 256],
+    first: Vec<u8>,
+}
+
+impl<'t> Decoder<'t> {
+    fn new(tokens: &'t Tokens) -> Self {
+        Decoder { tokens, padded: tokens.padded(), first: Vec::new() }
+    }
+
+    /// Appends the name `tokens_of_name` (of the name at `where_`) spells
+    /// to `out`, and returns its type: the first character decoded.
+    fn append(&mut self, where_: u64, tokens_of_name: &[u8], out: &mut Vec<u8>) -> Result<u8, MapError> {
+        let (&head, rest) = tokens_of_name.split_first().expect("each_name gives one token at least");
+        self.first.clear();
+        self.tokens.append(&self.padded, head, &mut self.first);
+        let Some((&kind, name_start)) = self.first.split_first() else {
+            return Err(corrupt("kallsyms_names", where_, "a name that starts with an empty token".into()));
+        };
+        out.extend_from_slice(name_start);
+        for &token in rest {
+            self.tokens.append(&self.padded, token, out);
+        }
+        Ok(kind)
+    }
+}
+
 /// Calls `each(where, tokens)` with the token bytes of each of the
-/// `num_syms` names of `kallsyms_names` at `start` (a length byte, two
-/// when the first has bit 7 and `long_lengths`, then the tokens).
+/// names of `kallsyms_names` (a length byte, two when the first has bit 7
+/// and the kernel is 6.1 or later, then the tokens).
 fn each_name<R: PhysRead + ?Sized>(
     memory: &KernelMemory<'_, R>,
-    start: u64,
-    num_syms: usize,
-    long_lengths: bool,
+    tables: &Tables,
     mut each: impl FnMut(u64, &[u8]) -> Result<(), MapError>,
 ) -> Result<(), MapError> {
-    let mut window = Window { memory, next: start, bytes: Vec::new(), at: 0 };
-    for _ in 0..num_syms {
+    let mut window = Window { memory, next: tables.names_at, bytes: Vec::new(), at: 0 };
+    for _ in 0..tables.num_syms {
         let where_ = window.position();
         let mut len = usize::from(window.take(1)?[0]);
-        if long_lengths && len & 0x80 != 0 {
+        if tables.long_lengths && len & 0x80 != 0 {
             len = (len & 0x7f) | usize::from(window.take(1)?[0]) << 7;
         }
         let tokens = window.take(len)?;
@@ -385,57 +497,87 @@ impl<R: PhysRead + ?Sized> Window<'_, '_, R> {
     }
 }
 
-/// Every symbol's address, and the encoding that gives `_stext` where
+/// Where `kallsyms_addresses` or `kallsyms_offsets` is, and how its
+/// entries give addresses: the encoding that gives `_stext` where
 /// VMCOREINFO says it is.
-fn addresses<R: PhysRead + ?Sized>(
-    memory: &KernelMemory<'_, R>,
-    info: &VmcoreInfo,
-    endian: Endian,
-    names: &Names,
-) -> Result<(Vec<u64>, AddressEncoding), MapError> {
-    let count = names.ends.len();
-    let stext = symbol(info, "_stext")?;
-    let stext_index = names
-        .index_of("_stext")
-        .ok_or_else(|| MapError::MissingSymbol { table: TABLE, symbol: "_stext in its names".into() })?;
-    if let Some(at) = info.symbol("kallsyms_addresses") {
-        let raw = read(memory, at, 8 * count, "kallsyms_addresses")?;
-        let addresses: Vec<u64> = (0..count).map(|i| endian.u64(&raw, 8 * i)).collect();
-        return match addresses[stext_index] == stext {
-            true => Ok((addresses, AddressEncoding::Absolute)),
-            false => Err(unknown_encoding(at, stext)),
+struct AddressTable {
+    at: u64,
+    encoding: AddressEncoding,
+    /// `kallsyms_relative_base`, for the encodings that use it.
+    base: u64,
+}
+
+impl AddressTable {
+    fn find<R: PhysRead + ?Sized>(
+        memory: &KernelMemory<'_, R>,
+        info: &VmcoreInfo,
+        stext_index: usize,
+    ) -> Result<Self, MapError> {
+        let endian = memory.arch().endian();
+        let stext = symbol(info, "_stext")?;
+        if let Some(at) = info.symbol("kallsyms_addresses") {
+            let table = AddressTable { at, encoding: AddressEncoding::Absolute, base: 0 };
+            return match table.address(memory, stext_index)? == stext {
+                true => Ok(table),
+                false => Err(unknown_encoding(at, stext)),
+            };
+        }
+        let at = symbol(info, "kallsyms_offsets")?;
+        let base = match info.symbol("kallsyms_relative_base") {
+            Some(base_at) => Some(endian.u64(&read(memory, base_at, 8, "kallsyms_relative_base")?, 0)),
+            None => None,
         };
+        let candidates = match base {
+            Some(_) => [AddressEncoding::BaseRelative, AddressEncoding::AbsolutePercpu].as_slice(),
+            None => [AddressEncoding::PlaceRelative].as_slice(),
+        };
+        let entry = endian.u32(&read(memory, at + 4 * stext_index as u64, 4, "kallsyms_offsets")?, 0);
+        candidates
+            .iter()
+            .map(|&encoding| AddressTable { at, encoding, base: base.unwrap_or(0) })
+            .find(|table| table.decode(stext_index, entry) == stext)
+            .ok_or_else(|| unknown_encoding(at, stext))
     }
-    let offsets_at = symbol(info, "kallsyms_offsets")?;
-    let raw = read(memory, offsets_at, 4 * count, "kallsyms_offsets")?;
-    let offsets: Vec<u32> = (0..count).map(|i| endian.u32(&raw, 4 * i)).collect();
-    let base = match info.symbol("kallsyms_relative_base") {
-        Some(at) => Some(endian.u64(&read(memory, at, 8, "kallsyms_relative_base")?, 0)),
-        None => None,
-    };
-    let candidates = match base {
-        Some(_) => [AddressEncoding::BaseRelative, AddressEncoding::AbsolutePercpu].as_slice(),
-        None => [AddressEncoding::PlaceRelative].as_slice(),
-    };
-    let decode = |encoding, index: usize| {
-        let offset = offsets[index];
-        let base = base.unwrap_or(0);
-        match encoding {
-            AddressEncoding::BaseRelative => base.wrapping_add(u64::from(offset)),
-            AddressEncoding::AbsolutePercpu if (offset as i32) >= 0 => u64::from(offset),
+
+    /// The address of symbol `index`, read alone.
+    fn address<R: PhysRead + ?Sized>(
+        &self,
+        memory: &KernelMemory<'_, R>,
+        index: usize,
+    ) -> Result<u64, MapError> {
+        Ok(self.all_from(memory, index, 1)?[0])
+    }
+
+    /// The addresses of the `count` symbols from `first` on.
+    fn all_from<R: PhysRead + ?Sized>(
+        &self,
+        memory: &KernelMemory<'_, R>,
+        first: usize,
+        count: usize,
+    ) -> Result<Vec<u64>, MapError> {
+        let endian = memory.arch().endian();
+        if self.encoding == AddressEncoding::Absolute {
+            let raw = read(memory, self.at + 8 * first as u64, 8 * count, "kallsyms_addresses")?;
+            return Ok((0..count).map(|i| endian.u64(&raw, 8 * i)).collect());
+        }
+        let raw = read(memory, self.at + 4 * first as u64, 4 * count, "kallsyms_offsets")?;
+        Ok((0..count).map(|i| self.decode(first + i, endian.u32(&raw, 4 * i))).collect())
+    }
+
+    /// The address entry `raw` of symbol `index` gives.
+    fn decode(&self, index: usize, raw: u32) -> u64 {
+        match self.encoding {
+            AddressEncoding::Absolute => unreachable!("absolute addresses are 64-bit entries"),
+            AddressEncoding::BaseRelative => self.base.wrapping_add(u64::from(raw)),
+            AddressEncoding::AbsolutePercpu if (raw as i32) >= 0 => u64::from(raw),
             AddressEncoding::AbsolutePercpu => {
-                base.wrapping_sub(1).wrapping_sub(i64::from(offset as i32) as u64)
+                self.base.wrapping_sub(1).wrapping_sub(i64::from(raw as i32) as u64)
             }
-            AddressEncoding::PlaceRelative | AddressEncoding::Absolute => {
-                (offsets_at + 4 * index as u64).wrapping_add_signed(i64::from(offset as i32))
+            AddressEncoding::PlaceRelative => {
+                (self.at + 4 * index as u64).wrapping_add_signed(i64::from(raw as i32))
             }
         }
-    };
-    let encoding = *candidates
-        .iter()
-        .find(|&&e| decode(e, stext_index) == stext)
-        .ok_or_else(|| unknown_encoding(offsets_at, stext))?;
-    Ok(((0..count).map(|i| decode(encoding, i)).collect(), encoding))
+    }
 }
 
 fn unknown_encoding(vaddr: u64, stext: u64) -> MapError {

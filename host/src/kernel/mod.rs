@@ -28,7 +28,7 @@ use crate::xlat::{Arch, KernelMemory, PhysRead, SectionTable, XlatError};
 pub use btf::KernelTypes;
 pub use error::MapError;
 use error::needing;
-pub use kallsyms::{Kallsyms, Symbol};
+pub use kallsyms::{Kallsyms, SomeSymbols, Symbol};
 pub use modules::{Module, Modules};
 pub use object::Object;
 
@@ -39,6 +39,7 @@ pub struct KernelView<'v> {
     /// The memory sections, or why they cannot be read.
     sections: Result<SectionTable, String>,
     symbols: OnceLock<Result<Kallsyms, MapError>>,
+    landmarks: OnceLock<Result<SomeSymbols, MapError>>,
     types: OnceLock<Result<KernelTypes, MapError>>,
     modules: OnceLock<Result<Modules, MapError>>,
     image: OnceLock<Result<Vec<Range<u64>>, MapError>>,
@@ -67,6 +68,7 @@ impl<'v> KernelView<'v> {
             info,
             sections,
             symbols: OnceLock::new(),
+            landmarks: OnceLock::new(),
             types: OnceLock::new(),
             modules: OnceLock::new(),
             image: OnceLock::new(),
@@ -89,6 +91,23 @@ impl<'v> KernelView<'v> {
     /// Why kallsyms could not be read (the same error on every call).
     pub fn symbols(&self) -> Result<&Kallsyms, &MapError> {
         self.symbols.get_or_init(|| Kallsyms::read(&self.memory, self.info)).as_ref()
+    }
+
+    /// The few symbols a dump reads the kernel with (the kernel image's
+    /// bounds, its page counters, where its BTF is), found on first use by
+    /// one pass over kallsyms that keeps nothing else (docs/kernel-map.md
+    /// §10): a dump that needs no more never holds the whole table.
+    ///
+    /// # Errors
+    /// Why kallsyms could not be read (the same error on every call).
+    pub fn landmarks(&self) -> Result<&SomeSymbols, &MapError> {
+        self.landmarks
+            .get_or_init(|| {
+                let wanted: Vec<&'static str> =
+                    image::SYMBOLS.iter().chain(&counters::SYMBOLS).chain(&btf::BOUNDS).copied().collect();
+                Kallsyms::find(&self.memory, self.info, &wanted)
+            })
+            .as_ref()
     }
 
     /// The kernel's types (its BTF), read on first use.
@@ -174,7 +193,7 @@ impl<'v> KernelView<'v> {
     pub fn image_pfns(&self) -> Result<&[Range<u64>], &MapError> {
         self.image
             .get_or_init(|| {
-                let symbols = self.symbols().map_err(needing("the kernel image", "kallsyms"))?;
+                let symbols = self.landmarks().map_err(needing("the kernel image", "kallsyms"))?;
                 image::in_use_pfns(&self.memory, symbols)
             })
             .as_ref()
