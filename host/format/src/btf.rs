@@ -156,6 +156,21 @@ pub struct Btf {
 /// Bigger than any kernel's BTF (Debian's 7.2: about 6 MiB).
 pub const MAX_BTF: usize = 256 << 20;
 
+/// The byte order of the blob whose header starts `header` (24 bytes at
+/// least), once its magic and version are checked.
+fn header_endian(header: &[u8]) -> Result<Endian, FormatError> {
+    let bad = |offset: u64, reason: String| FormatError::BadBtf { offset, reason };
+    let endian = match [header[0], header[1]] {
+        [0x9f, 0xeb] => Endian::Little,
+        [0xeb, 0x9f] => Endian::Big,
+        found => return Err(bad(0, format!("magic {found:02x?}, expected 0xeb9f"))),
+    };
+    match header[2] {
+        1 => Ok(endian),
+        version => Err(bad(2, format!("version {version}, expected 1"))),
+    }
+}
+
 /// The pointer size of every machine vmdump reads.
 const POINTER_SIZE: u64 = 8;
 
@@ -188,14 +203,7 @@ impl Btf {
         if bytes.len() < 24 || bytes.len() > MAX_BTF {
             return Err(bad(0, format!("{} bytes: not a BTF blob", bytes.len())));
         }
-        let endian = match [bytes[0], bytes[1]] {
-            [0x9f, 0xeb] => Endian::Little,
-            [0xeb, 0x9f] => Endian::Big,
-            found => return Err(bad(0, format!("magic {found:02x?}, expected 0xeb9f"))),
-        };
-        if bytes[2] != 1 {
-            return Err(bad(2, format!("version {}, expected 1", bytes[2])));
-        }
+        let endian = header_endian(&bytes)?;
         let field = |at: usize| endian.u32(&bytes, at) as usize;
         let header = field(4);
         let section = |off_at: usize, what: &str| {

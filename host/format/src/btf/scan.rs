@@ -4,7 +4,7 @@
 //! reads a window at a time, so a dump learns the few values it needs of a
 //! 6 MiB BTF in a few KiB (docs/kernel-map.md §10).
 
-use super::{Endian, FormatError, Kind};
+use super::{Endian, FormatError, Kind, header_endian};
 use crate::read_at::ReadAt;
 
 /// Bytes read at a time.
@@ -69,14 +69,7 @@ impl Layout {
     fn read<R: ReadAt + ?Sized>(reader: &mut Windowed<'_, R>) -> Result<Self, FormatError> {
         let size = reader.blob.size();
         let header = reader.get(0, 24, size, "the BTF header")?;
-        let endian = match [header[0], header[1]] {
-            [0x9f, 0xeb] => Endian::Little,
-            [0xeb, 0x9f] => Endian::Big,
-            found => return Err(bad(0, format!("magic {found:02x?}, expected 0xeb9f"))),
-        };
-        if header[2] != 1 {
-            return Err(bad(2, format!("version {}, expected 1", header[2])));
-        }
+        let endian = header_endian(header)?;
         let field = |at: usize| u64::from(endian.u32(header, at));
         let header_len = field(4);
         let section = |off_at: usize, what: &str| {
