@@ -388,6 +388,22 @@ def judge_kernel_map(j, args, out):
             d.stderr.strip()[-300:] or f"{len(drgn)} against {len(mine)}")
 
 
+def judge_estimate(j, args, out):
+    """vmdump estimate of the saved vmcore against the files vmdump wrote
+    of it in the capture kernel (kdump-utils' -l at -d 31 and -d 1): the
+    pages in the file equal, the size predicted for lzo within 5 %."""
+    for level, name in ((31, "vmdump.kdump-utils"), (1, "vmdump.kdump-utils-d1")):
+        p = subprocess.run([args.vmdump, "estimate", "--json", "-d", str(level), "--compress", "lzo",
+                            out / "vmcore"], capture_output=True, text=True)
+        e = json.loads(p.stdout)["estimate"] if p.returncode == 0 else {}
+        real_pages, size = counts(out / name)["pages_in_file"], (out / name).stat().st_size
+        predicted = e.get("bytes", 0)
+        j.check(e.get("pages_in_file") == real_pages and abs(predicted - size) <= 0.05 * size,
+                f"estimate -d {level} lzo: {e.get('pages_in_file')} pages as in {name}, {predicted:,.0f} bytes "
+                f"predicted for {size:,} ({(predicted / size - 1) * 100:+.2f} %)",
+                p.stderr.strip()[-300:] or f"{e.get('pages_in_file')} pages against {real_pages}")
+
+
 def judge_triage(j, args, out, serial):
     """vmdump triage of the saved vmcore against what the crashed kernel
     printed on its console as it panicked: the panic message, the CPU, pid
@@ -485,6 +501,7 @@ def main():
     j.guard("the kernel's map", judge_kernel_map, j, args, out)
     j.guard("triage", judge_triage, j, args, out, args.serial)
     j.guard("task filters", judge_task_filters, j, out)
+    j.guard("estimate", judge_estimate, j, args, out)
     summary(out, read)
     if args.summary:
         args.summary.write_text(json.dumps(figures(args, out, release, read, dmesg_equal, j.failed)) + "\n")
