@@ -272,6 +272,9 @@ for ((r = 1; r <= rounds; r++)); do
             start=$(date +%s%N)
             err=$run/stderr rc=0
             timeout -k 5 20 "${cmd[@]}" >/dev/null 2>"$err" & pid=$!
+            # a cut before vmdump checked the headers against the file size
+            # is the "before" case; it creates the output once it has
+            until [[ -e $out ]] || ! kill -0 "$pid" 2>/dev/null; do sleep 0.002; done
             sleep "0.$(printf %03d "$delay")"
             truncate -s $((vm_size * pct / 100)) "$copy"
             wait "$pid" || rc=$?
