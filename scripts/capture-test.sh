@@ -147,11 +147,11 @@ build_initramfs() {
     install -m 0755 "$real_makedumpfile" "$tree/opt/real/makedumpfile"
     install -m 0755 /bin/busybox "$tree/bin/busybox"
     local helper
-    for helper in kexec_load runstat memfill; do
+    for helper in kexec_load runstat memfill asuser; do
         gcc -O2 -Wall -Werror -static -o "$tree/usr/bin/$helper" "tests/capture/$helper.c"
     done
     install -m 0755 tests/capture/init "$tree/init"
-    install -m 0644 tests/capture/workload.sh tests/capture/capture.sh "$tree/capture/"
+    install -m 0644 tests/capture/workload.sh tests/capture/live.sh tests/capture/capture.sh "$tree/capture/"
     copy_libraries "$tree" "$tree/usr/sbin/vmdump" "$tree"/usr/lib/vmdump/plugins/*.so \
         "$real_makedumpfile" /bin/busybox
     # crc32c first: ext4 asks for it by name (a soft dependency; gone in 6.14+).

@@ -114,13 +114,17 @@ impl<'a> Plan<'a> {
         let mut plugins = FilterSet::new(&loaded, &host)?;
         let marks = plugins.prepare(kernel, input.phys().max_pfn());
         let others = input.earlier().map(|(stage, _)| stage).into_iter().chain(asked.extra).collect();
-        let exclusion = Exclusion::new(level, kernel, (plugins, marks), others, input.page_size())?
+        let mut exclusion = Exclusion::new(level, kernel, (plugins, marks), others, input.page_size())?
             .keeping_unreadable(asked.allow_lower);
         let codec = match asked.format {
             Format::Kdump => open_codec(profile, asked.registry, host, input)?,
             Format::Elf => None,
         };
         let (ram, utsname) = kernel_facts(input, kernel, &mut notes);
+        if crate::input::is_live(input.path()) {
+            // A running kernel's struct pages move: classified once (exclude::recorded).
+            exclusion = exclusion.recording(ram.max_pfn());
+        }
         let eraseinfo = eraseinfo(input, &exclusion, &mut notes);
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let run = RunSettings {

@@ -404,6 +404,122 @@ def judge_estimate(j, args, out):
                 p.stderr.strip()[-300:] or f"{e.get('pages_in_file')} pages against {real_pages}")
 
 
+# makedumpfile's --mem-usage rows: type, its page count.
+MEM_USAGE_ROW = re.compile(r"^(ZERO|NON_PRI_CACHE|PRI_CACHE|USER|FREE|KERN_DATA)\s+(\d+)\s", re.M)
+MEM_USAGE_TOTAL = re.compile(r"^Total pages on system:\s+(\d+)", re.M)
+
+
+def mem_usage(path):
+    """{type: pages} of a --mem-usage table, with TOTAL."""
+    text = path.read_text(errors="replace")
+    rows = {name: int(n) for name, n in MEM_USAGE_ROW.findall(text)}
+    m = MEM_USAGE_TOTAL.search(text)
+    return {**rows, "TOTAL": int(m[1])} if m and len(rows) == 6 else {}
+
+
+def kernel_image_pages(first):
+    """Pages of the kernel image from _text to _end, as /proc/kallsyms showed
+    them: /proc/kcore's KCORE_TEXT segment, which overlaps its RAM one."""
+    symbols = {parts[2]: int(parts[0], 16) for parts in
+               (line.split() for line in (first / "kallsyms").read_text().splitlines()) if len(parts) == 3}
+    return (symbols["_end"] - symbols["_text"] + PAGE - 1) // PAGE
+
+
+# The judge's -d 31 report: its line, the --mem-usage row it is.
+REPORT_ROWS = {"Pages filled with zero": "ZERO", "Non-private cache pages": "NON_PRI_CACHE",
+               "Private cache pages": "PRI_CACHE", "User process data pages": "USER", "Free pages": "FREE",
+               "Original pages": "TOTAL"}
+
+
+def judge_mem_usage_vmcore(j, args, out):
+    """vmdump's --mem-usage of the saved vmcore (memory that no longer
+    moves) against the judge's -d 31 report of it: every type equal; the
+    total less the kernel image that makedumpfile counts twice where the
+    vmcore's text segment overlaps RAM."""
+    if args.judge == "none":
+        return
+    report = (out / "judge.d31.report").read_text(errors="replace")
+    judged = {row: int(m[1], 16) for line, row in REPORT_ROWS.items()
+              if (m := re.search(rf"^\s*{line}\s*: (0x[0-9a-f]+)", report, re.M))}
+    p = subprocess.run([args.vmdump, "makedumpfile", "--mem-usage", out / "vmcore"], capture_output=True, text=True)
+    path = out / "vmdump.mem-usage-vmcore"
+    path.write_text(p.stdout)
+    ours, image = mem_usage(path), kernel_image_pages(out / "first-kernel")
+    want = {**judged, "TOTAL": judged.get("TOTAL", 0) - image}
+    j.check(p.returncode == 0 and len(judged) == 6 and all(ours.get(row) == n for row, n in want.items()),
+            f"--mem-usage of the saved vmcore: every type equal to the judge's -d 31 report, the total "
+            f"{ours.get('TOTAL')} its {judged.get('TOTAL')} less the {image} image pages it counts twice",
+            f"{p.stderr.strip()[-300:]} vmdump {ours}, judge {want}")
+
+
+def judge_live(j, args, out):
+    """What live.sh did on the running first kernel's /proc/kcore:
+    --mem-usage by vmdump between two by Debian's makedumpfile (the five
+    excludable types within what the live system moved: makedumpfile's two
+    runs apart, and for user and free pages vmdump's larger footprint; the
+    total less the kernel image pages that makedumpfile counts twice); a
+    live dump that drgn and libkdumpfile read
+    (utsname equal to the kernel's uname, its log between the kernel's own
+    before and after the dump, every kept page readable); non-root refused."""
+    live = out / "live"
+    runs = ["makedumpfile.mem-usage.1", "vmdump.mem-usage", "makedumpfile.mem-usage.2"]
+    stats = {run: read_stat(live / f"{run}.stat") for run in runs}
+    tables = {run: mem_usage(live / run) for run in runs}
+    j.check(all(s.get("exit") == 0 for s in stats.values()) and all(tables.values()),
+            "--mem-usage of /proc/kcore: vmdump and both makedumpfile runs print the table",
+            "; ".join(f"{run}: {stats[run]} {tail(live / f'{run}.stderr')}" for run in runs))
+    if not all(tables.values()):
+        return
+    ours, theirs = tables["vmdump.mem-usage"], [tables[runs[0]], tables[runs[2]]]
+    for row in ("ZERO", "NON_PRI_CACHE", "PRI_CACHE", "USER", "FREE", "KERN_DATA", "TOTAL"):
+        info(f"--mem-usage {row:<13}: vmdump {ours[row]:>8}, makedumpfile {theirs[0][row]:>8} then {theirs[1][row]:>8}")
+    image = kernel_image_pages(out / "first-kernel")
+    j.check(all(theirs[0]["TOTAL"] == t["TOTAL"] == ours["TOTAL"] + image for t in theirs),
+            f"--mem-usage total: vmdump's {ours['TOTAL']} pages, makedumpfile's {theirs[0]['TOTAL']} with the "
+            f"{image} pages of the kernel image counted twice (its text segment overlaps RAM in /proc/kcore)")
+    types = ("ZERO", "NON_PRI_CACHE", "PRI_CACHE", "USER", "FREE")
+    # What the system moved: makedumpfile's own two runs apart, and vmdump's
+    # larger footprint (its pages are user pages taken from the free ones).
+    drift = max(abs(theirs[0][t] - theirs[1][t]) for t in types)
+    footprint = max(0, int(stats[runs[1]].get("maxrss_kib", 0) - max(stats[r].get("maxrss_kib", 0) for r in runs[::2]))) // 4
+    apart = {t: min(abs(ours[t] - m[t]) for m in theirs) for t in types}
+    j.check(all(apart[t] <= drift + (footprint if t in ("USER", "FREE") else 0) for t in types),
+            f"--mem-usage types: vmdump's counts within what the live system moved of makedumpfile's "
+            f"(its runs {drift} pages apart, vmdump {footprint} pages larger): {apart}", f"{apart}")
+
+    code = read_stat(live / "vmdump.live.stat").get("exit")
+    dump = live / "vmdump.live"
+    j.check(code == 0 and dump.exists(), "vmdump dump -d 31 /proc/kcore: a live dump written",
+            tail(live / "vmdump.live.stderr"))
+    if not dump.exists():
+        return
+    held = counts(dump)["pages_in_file"]
+    unreadable, reader = 0, kdumpfile.kdumpfile(str(dump))
+    for pfn in dumpable_pfns(dump):
+        try:
+            reader.read(kdumpfile.KDUMP_MACHPHYSADDR, pfn * PAGE, PAGE)
+        except Exception:  # noqa: BLE001: counted
+            unreadable += 1
+    j.check(held > 0 and unreadable == 0, f"libkdumpfile reads every one of the live dump's {held} pages",
+            f"{unreadable} unreadable")
+    rc, u, text = run_json([args.drgn_python, HERE / "drgn_uts.py", dump, dump])
+    uname = (live / "uname").read_text().splitlines()
+    wanted = dict(zip(["sysname", "nodename", "release", "version", "machine"], uname))
+    j.check(rc == 0 and all(u.get(k) == v for k, v in wanted.items()),
+            f"drgn reads init_uts_ns of the live dump equal to the kernel's uname ({wanted.get('release')})",
+            f"{text}; uname {wanted}")
+    rc, d, text = run_json([args.drgn_python, HERE / "drgn_dmesg.py", dump, live / "dmesg.before",
+                            live / "dmesg.after"])
+    j.check(rc == 0, f"drgn reads the live dump's kernel log ({d.get('records')} records): every line the kernel "
+            "showed before the dump, none it did not show after", text)
+    for run, what in (("user", "vmdump dump"), ("user-mem-usage", "makedumpfile --mem-usage")):
+        code = (live / f"vmdump.{run}.exit").read_text().strip()
+        err = (live / f"vmdump.{run}.stderr").read_text(errors="replace")
+        j.check(code == "1" and "only root can read" in err and not (live / "vmdump.user.file").exists(),
+                f"{what} /proc/kcore as user 65534: refused, saying root is needed, no file left",
+                f"exit {code}: {err.strip()[-300:]}")
+
+
 def judge_triage(j, args, out, serial):
     """vmdump triage of the saved vmcore against what the crashed kernel
     printed on its console as it panicked: the panic message, the CPU, pid
@@ -502,6 +618,8 @@ def main():
     j.guard("triage", judge_triage, j, args, out, args.serial)
     j.guard("task filters", judge_task_filters, j, out)
     j.guard("estimate", judge_estimate, j, args, out)
+    j.guard("--mem-usage of the vmcore", judge_mem_usage_vmcore, j, args, out)
+    j.guard("live", judge_live, j, args, out)
     summary(out, read)
     if args.summary:
         args.summary.write_text(json.dumps(figures(args, out, release, read, dmesg_equal, j.failed)) + "\n")

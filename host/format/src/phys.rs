@@ -278,6 +278,29 @@ impl PhysMap {
             .collect();
         Self::from_runs(self.page_size, runs)
     }
+
+    /// The same map without the pages of `holes` (pfn ranges): for a live
+    /// system's `/proc/kcore`, the memory reserved for the capture kernel,
+    /// which a crash dump's `/proc/vmcore` never holds.
+    pub fn without(&self, holes: &[Range<u64>]) -> PhysMap {
+        let mut runs = Vec::with_capacity(self.runs.len() + holes.len());
+        for run in &self.runs {
+            let mut start = run.start_pfn;
+            let mut cuts: Vec<&Range<u64>> =
+                holes.iter().filter(|h| h.start < run.end_pfn && h.end > run.start_pfn).collect();
+            cuts.sort_by_key(|h| h.start);
+            for cut in cuts {
+                if cut.start > start {
+                    runs.push(PageRun { start_pfn: start, end_pfn: cut.start, ..*run });
+                }
+                start = start.max(cut.end);
+            }
+            if start < run.end_pfn {
+                runs.push(PageRun { start_pfn: start, ..*run });
+            }
+        }
+        Self::from_runs(self.page_size, runs)
+    }
 }
 
 #[cfg(test)]

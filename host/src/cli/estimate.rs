@@ -165,7 +165,7 @@ pub fn estimate_of(
 }
 
 /// The plan of a kdump file for `profile`, showing no progress.
-fn plan_for<'a>(
+pub(super) fn plan_for<'a>(
     profile: &'a Profile,
     registry: &'a Registry,
     input: &'a dyn Input,

@@ -9,6 +9,7 @@ mod dmesg;
 mod dump;
 mod estimate;
 mod info;
+mod mem_usage;
 mod plugins;
 pub(crate) mod reassemble;
 mod split;

@@ -141,6 +141,29 @@ pub fn dump_piece(
     dump_kdump(plan, Some(piece), threads, sink)
 }
 
+/// What reading every page a plan keeps found, with nothing written.
+pub struct PageCount {
+    /// What the metadata stages left out (the classes of the struct pages).
+    pub metadata: Counts,
+    /// What the content stages left out (the zero pages).
+    pub content: Counts,
+    /// The pages that could not be read.
+    pub lost: LostPages,
+}
+
+/// Reads every page `plan` keeps with its workers and writes nothing: the
+/// pages its stages leave out, the zero pages among them, exactly
+/// (makedumpfile's `--mem-usage`).
+///
+/// # Errors
+/// The stages cannot start, or a signal stopped the run.
+pub fn count_pages(plan: &Plan<'_>) -> Result<PageCount, DumpError> {
+    let pass = Pass { piece: None, threads: plan.run().threads, encode: false };
+    let (counts, ran) = run_pages(plan, pass, |_| check_interrupt(plan))?;
+    ran?;
+    Ok(PageCount { metadata: counts.metadata, content: counts.content, lost: counts.lost })
+}
+
 /// The machine the input's ELF header names; `None` for one vmdump does
 /// not know (its header's utsname machine stays empty).
 ///
@@ -164,6 +187,12 @@ fn preamble_header(plan: &Plan<'_>, layout: &Layout, machine: Option<Machine>) -
     let mut header = layout.disk_dump_header(status, plan.input().notes().nr_cpus);
     if let Some(info) = plan.input().vmcoreinfo() {
         header.fill_from_vmcoreinfo(info, machine);
+    }
+    if header.timestamp_sec == 0 && crate::input::is_live(plan.input().path()) {
+        // No crash time: a live dump is stamped with when it began.
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        (header.timestamp_sec, header.timestamp_usec) =
+            (now.as_secs() as i64, i64::from(now.subsec_micros()));
     }
     if let Some(utsname) = plan.utsname() {
         header.utsname = *utsname;

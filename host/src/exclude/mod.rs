@@ -23,6 +23,7 @@ pub mod content;
 pub mod marks;
 pub mod plugins;
 mod prepare;
+mod recorded;
 mod windows;
 
 use std::ops::Range;
@@ -35,6 +36,7 @@ use crate::level::DumpLevel;
 use content::ContentStage;
 use marks::{MarkedWindows, Marks};
 use plugins::PluginWindows;
+use recorded::Record;
 
 pub use plugins::{FilterError, FilterSet, PluginFilter};
 pub use windows::{Composed, DumpableRanges, WINDOW_PFNS, bit, for_each_window};
@@ -134,6 +136,8 @@ pub struct Exclusion<'a> {
     page_size: u64,
     /// Keep pages whose struct pages cannot be read.
     keep_unreadable: bool,
+    /// On a live system, the first pass's exclusions, which later passes replay.
+    record: Option<Record>,
 }
 
 impl<'a> Exclusion<'a> {
@@ -163,13 +167,20 @@ impl<'a> Exclusion<'a> {
         if plugins.needs_struct_pages() {
             wants_kernel("a filter plugin that reads struct pages")?;
         }
-        Ok(Self { level, kernel, plugins, marks, others, page_size, keep_unreadable: false })
+        Ok(Self { level, kernel, plugins, marks, others, page_size, keep_unreadable: false, record: None })
     }
 
     /// With `keep`, pages whose struct pages cannot be read are kept
     /// instead of failing the dump ([`PageClassifier::keeping_unreadable`](crate::classify::PageClassifier::keeping_unreadable)).
     pub fn keeping_unreadable(mut self, keep: bool) -> Self {
         self.keep_unreadable = keep;
+        self
+    }
+
+    /// For a live system of `max_pfn` pfns: the first pass over the whole
+    /// machine is recorded and every later pass replays it ([`recorded`]).
+    pub fn recording(mut self, max_pfn: u64) -> Self {
+        self.record = Some(Record::new(max_pfn));
         self
     }
 
@@ -213,6 +224,16 @@ impl<'a> Exclusion<'a> {
 
 impl MetadataFilter for Exclusion<'_> {
     fn cursor(&self) -> Result<Box<dyn WindowFilter + '_>, ExcludeError> {
+        match &self.record {
+            Some(record) => record.cursor(|| self.stages()),
+            None => self.stages(),
+        }
+    }
+}
+
+impl Exclusion<'_> {
+    /// The metadata stages, composed.
+    fn stages(&self) -> Result<Box<dyn WindowFilter + '_>, ExcludeError> {
         let mut cursors: Vec<Box<dyn WindowFilter + '_>> = Vec::new();
         if let Some(kernel) = self.kernel.filter(|_| !self.level.classified().is_empty()) {
             let classifier = kernel.classifier(self.level)?.keeping_unreadable(self.keep_unreadable);

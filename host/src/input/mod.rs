@@ -9,6 +9,7 @@
 
 mod fault;
 mod kdump;
+mod live;
 mod reader;
 mod window;
 
@@ -186,7 +187,10 @@ impl Vmcore {
             return Err(InputError::LiveWithoutVmcoreinfo { path: path.into() });
         }
         let page_size = info.as_ref().and_then(VmcoreInfo::page_size).unwrap_or(4096);
-        let phys = PhysMap::new(&elf.loads, page_size).map_err(format)?;
+        let mut phys = PhysMap::new(&elf.loads, page_size).map_err(format)?;
+        if live {
+            phys = phys.without(&live::crash_kernel_pfns(page_size));
+        }
         let size = file.size();
         Ok(Self { path: path.into(), file: Arc::new(file), size, elf, phys, info, page_size })
     }

@@ -127,3 +127,23 @@ fn page_far_beyond_p_filesz_of_a_huge_segment_is_zero_not_an_overflow() {
     assert!(map.read_page(&[0u8; 0x1000][..], last, &mut buf).unwrap());
     assert!(buf.iter().all(|&b| b == 0));
 }
+
+#[test]
+fn holes_cut_out_leave_the_rest_where_it_was() {
+    // RAM [1M, 3M) and [4M, 8M); holes over [2M, 2.5M), across the gap [2.75M, 5M), and past the end.
+    let loads =
+        [seg(0x10_0000, 0x1000, 0x20_0000, 0x20_0000), seg(0x40_0000, 0x20_1000, 0x40_0000, 0x40_0000)];
+    let map = PhysMap::new(&loads, PS).unwrap();
+    let holes = [0x280..0x500, 0x200..0x250, 0x7ff..0x900];
+    let cut = map.without(&holes);
+    let runs: Vec<_> = cut.runs().iter().map(|r| (r.start_pfn, r.end_pfn)).collect();
+    assert_eq!(runs, vec![(0x100, 0x200), (0x250, 0x280), (0x500, 0x7ff)]);
+    assert_eq!(cut.ram_pages(), map.ram_pages() - 0x50 - (0x300 - 0x280) - (0x500 - 0x400) - 1);
+    for pfn in [0x100, 0x1ff, 0x250, 0x27f, 0x500, 0x7fe] {
+        assert_eq!(cut.locate(pfn), map.locate(pfn), "pfn {pfn:#x}");
+    }
+    for pfn in [0x200, 0x24f, 0x280, 0x4ff, 0x7ff] {
+        assert_eq!(cut.locate(pfn), None, "pfn {pfn:#x}");
+    }
+    assert_eq!(map.without(&[]), map);
+}

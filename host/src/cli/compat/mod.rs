@@ -40,6 +40,8 @@ pub enum Request {
     Help,
     /// `--dry-run`: the dump's estimate (`vmdump estimate`), no file written.
     DryRun(Box<DumpArgs>),
+    /// `--mem-usage VMCORE`: the pages by type, no file written.
+    MemUsage(PathBuf),
     /// `--check-params`: this request, checked but not carried out.
     Check(Box<Request>),
 }
@@ -58,6 +60,7 @@ struct Given {
     dmesg: bool,
     check: bool,
     dry_run: bool,
+    mem_usage: bool,
     no_mmap: bool,
     help: bool,
     version: bool,
@@ -114,6 +117,7 @@ impl Given {
             "-D" => self.message_level = Some(31), // debug: every message
             "--check-params" => self.check = true,
             "--dry-run" => self.dry_run = true,
+            "--mem-usage" => self.mem_usage = true,
             "-v" => self.version = true,
             "-h" | "--help" => self.help = true,
             _ => {} // accepted without effect
@@ -142,6 +146,10 @@ impl Given {
             );
             return Ok(Request::Reassemble(self.files));
         }
+        if self.mem_usage {
+            let [input] = self.files.as_slice() else { bail!("usage: makedumpfile --mem-usage VMCORE") };
+            return Ok(Request::MemUsage(input.clone()));
+        }
         if self.dmesg {
             let [input, log] = self.files.as_slice() else {
                 bail!("usage: makedumpfile --dump-dmesg VMCORE LOGFILE")
@@ -159,6 +167,7 @@ fn what(request: &Request) -> &'static str {
         Request::Rearrange(..) => "-R",
         Request::Reassemble(_) => "--reassemble",
         Request::Dmesg(..) => "--dump-dmesg",
+        Request::MemUsage(_) => "--mem-usage",
         Request::Version => "-v",
         Request::Help => "-h",
         Request::Check(_) => "--check-params",
@@ -317,6 +326,10 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
         }
         Request::Reassemble(files) => {
             super::reassemble::run(&super::reassemble::ReassembleArgs { force: false, files })
+        }
+        Request::MemUsage(input) => {
+            print!("{}", super::mem_usage::mem_usage(&input, &profile, plugin_dirs)?.table());
+            Ok(Outcome::Success)
         }
         Request::Dmesg(input, log, message_level) => {
             let text = super::dmesg::kernel_log(&input, &[], plugin_dirs)?;

@@ -92,6 +92,11 @@ pub const OPTIONS: &[OptionSpec] = &[
         None,
         "write no DUMPFILE: the report with exact page counts, zero pages and write bytes estimated from a sample",
     ),
+    honoured(
+        "--mem-usage",
+        None,
+        "print the pages of VMCORE (the running system's /proc/kcore) by type, as -d 31 tells them apart; write nothing",
+    ),
     honoured("-h", None, "print this help"),
     honoured("--help", None, "print this help"),
     honoured("-v", None, "print the version"),
@@ -104,7 +109,6 @@ pub const OPTIONS: &[OptionSpec] = &[
     refused("--config", Some("FILE"), NEEDS_VMLINUX),
     refused("--eppic", Some("FILE"), NEEDS_VMLINUX),
     refused("--vtop", Some("ADDRESS"), NEEDS_VMLINUX),
-    refused("--mem-usage", None, NEEDS_VMLINUX),
     refused(
         "--extension",
         Some("FILE"),
