@@ -143,3 +143,63 @@ fn the_makedumpfile_dry_run_reports_the_dump_it_would_write() {
         bytes(&predicted)
     );
 }
+
+/// makedumpfile's `--mem-usage` on the real vmcores: its table, every type
+/// equal to makedumpfile's own -d 31 report, and the total its "Original
+/// pages" less the pages it counts twice where two PT_LOADs overlap (the
+/// kernel text segment over RAM, in vmcore-SK and vmcore-SK72).
+#[test]
+fn mem_usage_prints_makedumpfiles_table_with_its_counts() {
+    let Some(fixtures) = all_fixtures() else { return };
+    for f in &fixtures {
+        let out = vmdump(["makedumpfile".as_ref(), "--mem-usage".as_ref(), f.elf.as_os_str()]);
+        let table = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}: {}", f.name, String::from_utf8_lossy(&out.stderr));
+        assert!(table.contains("TYPE\t\tPAGES\t\t\tEXCLUDABLE\tDESCRIPTION\n"), "{table}");
+        let row = |name: &str| -> u64 {
+            let line = table.lines().find(|l| l.split_whitespace().next() == Some(name)).expect(name);
+            line.split_whitespace().nth(1).unwrap().parse().unwrap()
+        };
+        for (name, label) in [
+            ("ZERO", "Pages filled with zero"),
+            ("NON_PRI_CACHE", "Non-private cache pages"),
+            ("PRI_CACHE", "Private cache pages"),
+            ("USER", "User process data pages"),
+            ("FREE", "Free pages"),
+        ] {
+            assert_eq!(row(name), f.expected_count(31, label), "{}: {name}", f.name);
+        }
+        let total: u64 = table
+            .lines()
+            .find_map(|l| l.strip_prefix("Total pages on system:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let twice = overlapping_load_pages(&f.elf);
+        assert_eq!(
+            total + twice,
+            f.expected_count(31, "Original pages"),
+            "{}: total, {twice} counted twice",
+            f.name
+        );
+        let excluded = f.expected_count(31, "Excluded pages");
+        assert_eq!(row("KERN_DATA") + twice, f.expected_count(31, "Original pages") - excluded, "{}", f.name);
+    }
+}
+
+/// Pages that more than one PT_LOAD of an ELF vmcore covers (64-bit, little-endian).
+fn overlapping_load_pages(elf: &Path) -> u64 {
+    use std::io::Read;
+    let mut bytes = vec![0; 1 << 16];
+    std::fs::File::open(elf).unwrap().read_exact(&mut bytes).unwrap();
+    let word = |at: usize, n: usize| bytes[at..at + n].iter().rev().fold(0u64, |v, b| v << 8 | u64::from(*b));
+    let (phoff, phnum) = (word(32, 8) as usize, word(56, 2) as usize);
+    let loads: Vec<(u64, u64)> = (0..phnum)
+        .map(|i| phoff + i * 56)
+        .filter(|&at| word(at, 4) == 1)
+        .map(|at| (word(at + 24, 8) / 4096, (word(at + 24, 8) + word(at + 40, 8)).div_ceil(4096)))
+        .collect();
+    let covered: std::collections::BTreeSet<u64> = loads.iter().flat_map(|&(s, e)| s..e).collect();
+    loads.iter().map(|(s, e)| e - s).sum::<u64>() - covered.len() as u64
+}

@@ -100,7 +100,7 @@ impl WindowFilter for Replay {
 /// ORs `n` bits of `from` starting at bit `at` into `to` starting at bit `into`.
 fn copy_bits(from: &[u64], at: u64, to: &mut [u64], into: u64, n: u64) {
     let bit = |words: &[u64], i: u64| words.get((i / 64) as usize).is_some_and(|w| w >> (i % 64) & 1 == 1);
-    if at % 64 == 0 && into % 64 == 0 {
+    if at.is_multiple_of(64) && into.is_multiple_of(64) {
         let (a, b, whole) = ((at / 64) as usize, (into / 64) as usize, (n / 64) as usize);
         for (d, s) in to[b..].iter_mut().zip(&from[a..]).take(whole) {
             *d |= s;
@@ -137,7 +137,7 @@ mod tests {
             excluded: &mut [u64],
             _: &mut ClassCounts,
         ) -> Result<(), ExcludeError> {
-            for pfn in window.clone().filter(|pfn| (pfn + self.pass as u64) % 3 == 0) {
+            for pfn in window.clone().filter(|pfn| (pfn + self.pass as u64).is_multiple_of(3)) {
                 excluded[((pfn - window.start) / 64) as usize] |= 1 << ((pfn - window.start) % 64);
             }
             Ok(())
@@ -166,7 +166,7 @@ mod tests {
             move || Ok(Box::new(Moving { pass: p }) as Box<dyn WindowFilter>)
         };
         // A partial pass (it stops at 512) records nothing.
-        let partial = excluded_by(record.cursor(next()).unwrap().as_mut(), &[0..512]);
+        let partial = excluded_by(record.cursor(next()).unwrap().as_mut(), std::slice::from_ref(&(0..512)));
         let first = excluded_by(record.cursor(next()).unwrap().as_mut(), &[0..512, 512..1000]);
         assert_ne!(partial, first[..partial.len()], "the filter moved between passes");
         let again = excluded_by(record.cursor(next()).unwrap().as_mut(), &[0..512, 512..1000]);
