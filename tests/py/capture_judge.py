@@ -390,17 +390,22 @@ def judge_kernel_map(j, args, out):
 
 def judge_estimate(j, args, out):
     """vmdump estimate of the saved vmcore against the files vmdump wrote
-    of it in the capture kernel (kdump-utils' -l at -d 31 and -d 1): the
-    pages in the file equal, the size predicted for lzo within 5 %."""
-    for level, name in ((31, "vmdump.kdump-utils"), (1, "vmdump.kdump-utils-d1")):
-        p = subprocess.run([args.vmdump, "estimate", "--json", "-d", str(level), "--compress", "lzo",
-                            out / "vmcore"], capture_output=True, text=True)
+    of it in the capture kernel, for each codec they used (kdump-utils' -l,
+    kdump-tools' -c after makedumpfile -R, vmdump's default zstd) at -d 31
+    and -d 1: the pages in the file equal, the size predicted within 5 %."""
+    for level, name, codec in ((31, "vmdump.kdump-utils", ["--compress", "lzo"]),
+                               (1, "vmdump.kdump-utils-d1", ["--compress", "lzo"]),
+                               (31, "vmdump.kdump-tools", ["--compress", "zlib:2"]),
+                               (1, "vmdump.kdump-tools-d1", ["--compress", "zlib:2"]),
+                               (1, "vmdump.default", [])):
+        p = subprocess.run([args.vmdump, "estimate", "--json", "-d", str(level), *codec, out / "vmcore"],
+                           capture_output=True, text=True)
         e = json.loads(p.stdout)["estimate"] if p.returncode == 0 else {}
         real_pages, size = counts(out / name)["pages_in_file"], (out / name).stat().st_size
         predicted = e.get("bytes", 0)
         j.check(e.get("pages_in_file") == real_pages and abs(predicted - size) <= 0.05 * size,
-                f"estimate -d {level} lzo: {e.get('pages_in_file')} pages as in {name}, {predicted:,.0f} bytes "
-                f"predicted for {size:,} ({(predicted / size - 1) * 100:+.2f} %)",
+                f"estimate -d {level} {e.get('codec')}: {e.get('pages_in_file')} pages as in {name}, "
+                f"{predicted:,.0f} bytes predicted for {size:,} ({(predicted / size - 1) * 100:+.2f} %)",
                 p.stderr.strip()[-300:] or f"{e.get('pages_in_file')} pages against {real_pages}")
 
 
