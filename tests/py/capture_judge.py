@@ -470,12 +470,15 @@ def judge_live(j, args, out):
     runs = ["makedumpfile.mem-usage.1", "vmdump.mem-usage", "makedumpfile.mem-usage.2"]
     stats = {run: read_stat(live / f"{run}.stat") for run in runs}
     tables = {run: mem_usage(live / run) for run in runs}
-    j.check(all(s.get("exit") == 0 for s in stats.values()) and all(tables.values()),
-            "--mem-usage of /proc/kcore: vmdump and both makedumpfile runs print the table",
-            "; ".join(f"{run}: {stats[run]} {tail(live / f'{run}.stderr')}" for run in runs))
-    if not all(tables.values()):
-        return
+    judged = runs if args.judge == "debian" else runs[1:2]
+    j.check(all(stats[r].get("exit") == 0 and tables[r] for r in judged),
+            f"--mem-usage of /proc/kcore: {'vmdump and both makedumpfile runs print' if len(judged) > 1 else 'vmdump prints'} the table",
+            "; ".join(f"{run}: {stats[run]} {tail(live / f'{run}.stderr')}" for run in judged))
     ours, theirs = tables["vmdump.mem-usage"], [tables[runs[0]], tables[runs[2]]]
+    if args.judge != "debian" or not all(tables.values()):
+        info("--mem-usage: the guest's makedumpfile is Debian's, which misjudges kernels newer than it knows: "
+             f"not compared; vmdump's {ours}")
+        return judge_live_dump(j, args, live)
     for row in ("ZERO", "NON_PRI_CACHE", "PRI_CACHE", "USER", "FREE", "KERN_DATA", "TOTAL"):
         info(f"--mem-usage {row:<13}: vmdump {ours[row]:>8}, makedumpfile {theirs[0][row]:>8} then {theirs[1][row]:>8}")
     image = kernel_image_pages(out / "first-kernel")
@@ -491,7 +494,13 @@ def judge_live(j, args, out):
     j.check(all(apart[t] <= drift + (footprint if t in ("USER", "FREE") else 0) for t in types),
             f"--mem-usage types: vmdump's counts within what the live system moved of makedumpfile's "
             f"(its runs {drift} pages apart, vmdump {footprint} pages larger): {apart}", f"{apart}")
+    judge_live_dump(j, args, live)
 
+
+def judge_live_dump(j, args, live):
+    """The live dump: drgn reads its utsname equal to the kernel's uname and
+    its log between the kernel's own before and after it; libkdumpfile
+    reads every kept page; as a user other than root, refused."""
     code = read_stat(live / "vmdump.live.stat").get("exit")
     dump = live / "vmdump.live"
     j.check(code == 0 and dump.exists(), "vmdump dump -d 31 /proc/kcore: a live dump written",
