@@ -235,7 +235,7 @@ def read_back(j, args, dump, vmcore):
 PARSABLE_RELEASE = re.compile(r"^\d+\.\d+(\.\d+.*)?$")
 
 
-def drgn_readable(j, args, dump, release):
+def drgn_readable(j, args, dump, release, out=None):
     """The dump, or where drgn's libkdumpfile (0.3.0's, and libkdumpfile's
     newest) cannot parse the kernel's release, a copy it can: it wants
     "X.Y" or "X.Y.Z...", and refuses every kdump file of a kernel released
@@ -245,9 +245,10 @@ def drgn_readable(j, args, dump, release):
     if PARSABLE_RELEASE.match(release) or not release:
         return dump
     fixed = re.sub(r"^(\d+\.\d+)", r"\1.0", release)[:len(release)].encode()
+    out = out or dump.parent
     if not REFUSED_RELEASES.get(release):
-        reference = dump.parent / "makedumpfile.kdump-utils"
-        rc, _, text = run_json([args.drgn_python, HERE / "drgn_uts.py", reference, dump.parent / "vmcore"])
+        reference = out / "makedumpfile.kdump-utils"
+        rc, _, text = run_json([args.drgn_python, HERE / "drgn_uts.py", reference, out / "vmcore"])
         REFUSED_RELEASES[release] = j.check(
             rc != 0 and "Invalid kernel version" in text,
             f"drgn's libkdumpfile refuses release {release} in makedumpfile's dump too (a reader's limit)", text)
@@ -516,8 +517,9 @@ def judge_live_dump(j, args, live):
             unreadable += 1
     j.check(held > 0 and unreadable == 0, f"libkdumpfile reads every one of the live dump's {held} pages",
             f"{unreadable} unreadable")
-    rc, u, text = run_json([args.drgn_python, HERE / "drgn_uts.py", dump, dump])
     uname = (live / "uname").read_text().splitlines()
+    dump = drgn_readable(j, args, dump, uname[2], live.parent)
+    rc, u, text = run_json([args.drgn_python, HERE / "drgn_uts.py", dump, dump])
     wanted = dict(zip(["sysname", "nodename", "release", "version", "machine"], uname))
     j.check(rc == 0 and all(u.get(k) == v for k, v in wanted.items()),
             f"drgn reads init_uts_ns of the live dump equal to the kernel's uname ({wanted.get('release')})",

@@ -160,16 +160,24 @@ pub(super) fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("creating {}", dir.display()))
 }
 
+/// The write buffer of a flattened stream: four times a pipe's (64 KiB),
+/// so a reader (ssh, cat) gets large writes; larger would only cost the
+/// capture kernel memory.
+const FLATTENED_BUFFER: usize = 256 << 10;
+
 /// Writes the dump of `plan` to the output file or stdout.
 fn write_dump(args: &DumpArgs, profile: &Profile, plan: &Plan<'_>) -> anyhow::Result<DumpReport> {
     if args.output == Path::new("-") {
-        let mut sink = FlattenedSink::new(BufWriter::with_capacity(1 << 20, std::io::stdout().lock()))?;
+        let mut sink =
+            FlattenedSink::new(BufWriter::with_capacity(FLATTENED_BUFFER, std::io::stdout().lock()))?;
         return Ok(dump(plan, &mut sink)?);
     }
     let file = create_output(&args.output, args.force)?;
     let mut sink: Box<dyn Sink> = match profile.dump.format {
         OutputFormat::Kdump => Box::new(FileSink::new(file, args.limit).sync_on_finish(args.sync)),
-        OutputFormat::Flattened => Box::new(FlattenedSink::new(BufWriter::with_capacity(1 << 20, file))?),
+        OutputFormat::Flattened => {
+            Box::new(FlattenedSink::new(BufWriter::with_capacity(FLATTENED_BUFFER, file))?)
+        }
     };
     dump(plan, sink.as_mut()).map_err(|e| {
         // A half-written file is not a dump: never leave one that looks whole.

@@ -50,7 +50,14 @@ pub fn run_pages(
     let (run, input) = (plan.run(), plan.input());
     let sparse = plan.exclusion().metadata().is_some();
     let ranges = reader_ranges(plan, pass.piece)?;
-    let shape = Shape::new(pass.threads, run.batch_pages, input.page_size() as usize);
+    // One worker on one CPU: threads would only hand the slots to each other.
+    let inline = pass.threads == 1 && run.cpus == 1;
+    let page_size = input.page_size() as usize;
+    let shape = if inline {
+        Shape::inline(run.batch_pages, page_size)
+    } else {
+        Shape::new(pass.threads, run.batch_pages, page_size)
+    };
     let mut reader = BatchReader::new(input, ranges, shape.batch_pages, run.read_mode, sparse);
     let codec = plan.codec().filter(|_| pass.encode);
     let mut lost = LostPages::default();
@@ -62,8 +69,7 @@ pub fn run_pages(
         lost.note(slot);
         drain(slot)
     };
-    // One worker on one CPU: threads would only hand the slots to each other.
-    let (workers, ran) = if pass.threads == 1 && run.cpus == 1 {
+    let (workers, ran) = if inline {
         crate::pool::run_inline(Slot::default(), fill, new_worker, work, drain)
     } else {
         let slots = (0..shape.slots).map(|_| Slot::default()).collect();
@@ -89,6 +95,11 @@ pub fn run_pages(
 /// mapped window) and as many stored bytes at most.
 const IN_FLIGHT_BYTES: usize = 32 << 20;
 
+/// The bytes of pages one slot holds when it is the only one (one worker
+/// on one CPU, as in a capture kernel): no batch waits for another, so
+/// small batches cost nothing and keep the memory small.
+const INLINE_SLOT_BYTES: usize = 256 << 10;
+
 /// How many workers run, how many slots circulate, and how many pages a
 /// batch holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +124,12 @@ impl Shape {
         let slots = (4 * workers + 4).min(fitting.max(2 * workers + 2));
         let batch_pages = (IN_FLIGHT_BYTES / (slots * slot_bytes(1))).clamp(1, batch_pages.max(1));
         Self { workers, slots, batch_pages }
+    }
+
+    /// One worker and one slot: batches of [`INLINE_SLOT_BYTES`] at most.
+    fn inline(batch_pages: usize, page_size: usize) -> Self {
+        let batch_pages = batch_pages.clamp(1, (INLINE_SLOT_BYTES / page_size.max(1)).max(1));
+        Self { workers: 1, slots: 1, batch_pages }
     }
 }
 
@@ -160,5 +177,13 @@ mod tests {
         }
         assert_eq!(Shape::new(64, 256, 4096), Shape { workers: 64, slots: 130, batch_pages: 31 });
         assert_eq!(Shape::new(1024, 256, 65536).workers, 127);
+    }
+
+    #[test]
+    fn one_worker_on_one_cpu_gets_one_small_slot() {
+        assert_eq!(Shape::inline(256, 4096), Shape { workers: 1, slots: 1, batch_pages: 64 });
+        assert_eq!(Shape::inline(256, 65536), Shape { workers: 1, slots: 1, batch_pages: 4 });
+        assert_eq!(Shape::inline(16, 4096).batch_pages, 16);
+        assert_eq!(Shape::inline(256, 1 << 20).batch_pages, 1);
     }
 }

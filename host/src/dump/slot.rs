@@ -60,6 +60,10 @@ impl<'c> Worker<'c> {
     fn encode_pages(&mut self, slot: &mut Slot) {
         slot.records.clear();
         slot.data.clear();
+        // Room for every page stored raw, the most a batch can take, at
+        // once: no growth by doubling past it, no copy on the way.
+        slot.data.reserve_exact(slot.pages.byte_len());
+        slot.records.reserve_exact(slot.pages.len());
         let mut lost = slot.pages.lost().iter().peekable();
         for index in 0..slot.pages.len() {
             while lost.next_if(|r| r.end <= index).is_some() {}

@@ -85,6 +85,11 @@ impl PageBatch {
         self.count == 0
     }
 
+    /// Its bytes: pages times their size.
+    pub fn byte_len(&self) -> usize {
+        self.count * self.page_size
+    }
+
     /// The bytes of page `index` of the batch (zeros for a lost page).
     pub fn page(&self, index: usize) -> &[u8] {
         let at = index * self.page_size;
