@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Not a test: writes host/link-order.txt, the functions of the vmdump
+# binary in the order a dump in a capture kernel first runs them, which
+# host/build.rs hands the linker (lld's --symbol-ordering-file) so that
+# they lie side by side. The kernel maps a binary's pages 64 KiB around
+# each one touched (fault-around): scattered, the code a dump runs (about
+# 0.8 MB) touched 2.5 MiB of the binary; side by side about 1.1 MiB, the
+# capture kernel's peak RSS that much lower.
+# The order comes from callgrind runs of the release binary, pinned to one
+# CPU as in a capture kernel, on the real fixtures (Linux 6.1 and 7.2), with
+# the command lines of kdump-tools and kdump-utils at -d 31 and -d 1, the
+# kernel log, and vmdump's own default. Run it again after large changes:
+# tests/link_order.rs says when too few of the listed functions are left.
+# Usage: scripts/link-order.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/tools.sh
+ensure_build_deps
+apt_ensure valgrind:valgrind taskset:util-linux zstd:zstd
+prepare_fixtures
+cargo build --release --locked -p vmdump
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+bin=$PWD/target/release/vmdump
+run=0
+for vmcore in target/fixtures/vmcore-SK target/fixtures/vmcore-SK72; do
+    for args in "-l --message-level 7 -d 31 @ OUT" "-F -c -d 31 @" "-c -d 31 @ OUT" "-l -d 1 @ OUT" \
+        "--dump-dmesg @ OUT" "dump @ OUT"; do
+        run=$((run + 1))
+        words=${args//@/$vmcore}
+        words=${words//OUT/$work/out}
+        [[ $words == dump* ]] || words="makedumpfile $words"
+        rm -f "$work/out"
+        # shellcheck disable=SC2086 # the words are the command line
+        taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$work/cg.$(printf %02d $run)" \
+            --compress-strings=no --demangle=no "$bin" $words > /dev/null 2>&1
+    done
+done
+# The functions of vmdump's own object in each profile, first seen first.
+awk '/^ob=/ { mine = ($0 ~ /\/vmdump$/) } /^fn=/ && mine { name = substr($0, 4); if (!(name in seen)) { seen[name] = 1; print name } }' \
+    "$work"/cg.* > "$work/order"
+# A function's symbol carries a hash of its crate's build (legacy mangling:
+# 17h<16 hex>E), which differs between the builds that make the binary:
+# `-p vmdump` (scripts/install.sh, the packages), `--workspace`
+# (scripts/test.sh) and the tests' (cargo test and nextest, with the
+# dev-dependencies' features). The list names each function as every one
+# of them does.
+nm "$bin" > "$work/nm.install"
+cargo build --release --locked --workspace
+nm "$bin" > "$work/nm.workspace"
+cargo test --release --locked --workspace --no-run
+nm "$bin" > "$work/nm.tests"
+/usr/bin/python3 - "$work/order" "$work"/nm.* > host/link-order.txt <<'PY'
+import collections
+import re
+import sys
+
+def unhashed(name):
+    return re.sub(r"17h[0-9a-f]{16}E$", "E", name)
+
+order, *tables = sys.argv[1:]
+# In each build, the symbols of each unhashed name; a name shared by
+# several (the instances of a generic function) cannot be told apart.
+builds = []
+for table in tables:
+    names = collections.defaultdict(list)
+    for line in open(table):
+        words = line.split()
+        if len(words) == 3 and words[1] in "tT":
+            names[unhashed(words[2])].append(words[2])
+    builds.append(names)
+printed = set()
+for name in open(order).read().split():
+    symbols = [name] + [b[unhashed(name)][0] for b in builds if len(b[unhashed(name)]) == 1]
+    for symbol in symbols:
+        if symbol not in printed:
+            printed.add(symbol)
+            print(symbol)
+PY
+echo "host/link-order.txt: $(wc -l < host/link-order.txt) symbols of $(wc -l < "$work/order") functions from $run runs"
