@@ -22,6 +22,12 @@ cargo build --release --locked -p vmdump
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bin=$PWD/target/release/vmdump
+# As installed: the binary alone (its built-in codecs, no plugin files
+# beside it), its makedumpfile lines run through a makedumpfile symlink as
+# the capture kernels' scripts run it (no vmdump command line parsed).
+mkdir "$work/bin"
+cp "$bin" "$work/bin/vmdump"
+ln -s vmdump "$work/bin/makedumpfile"
 run=0
 for vmcore in target/fixtures/vmcore-SK target/fixtures/vmcore-SK72; do
     for args in "-l --message-level 7 -d 31 @ OUT" "-F -c -d 31 @" "-c -d 31 @ OUT" "-l -d 1 @ OUT" \
@@ -29,15 +35,16 @@ for vmcore in target/fixtures/vmcore-SK target/fixtures/vmcore-SK72; do
         run=$((run + 1))
         words=${args//@/$vmcore}
         words=${words//OUT/$work/out}
-        [[ $words == dump* ]] || words="makedumpfile $words"
+        tool=$work/bin/makedumpfile
+        [[ $words == dump* ]] && tool=$work/bin/vmdump
         rm -f "$work/out"
         # shellcheck disable=SC2086 # the words are the command line
         taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$work/cg.$(printf %02d $run)" \
-            --compress-strings=no --demangle=no "$bin" $words > /dev/null 2>&1
+            --compress-strings=no --demangle=no "$tool" $words > /dev/null 2>&1
     done
 done
 # The functions of vmdump's own object in each profile, first seen first.
-awk '/^ob=/ { mine = ($0 ~ /\/vmdump$/) } /^fn=/ && mine { name = substr($0, 4); if (!(name in seen)) { seen[name] = 1; print name } }' \
+awk '/^ob=/ { mine = ($0 ~ /\/(vmdump|makedumpfile)$/) } /^fn=/ && mine { name = substr($0, 4); if (!(name in seen)) { seen[name] = 1; print name } }' \
     "$work"/cg.* > "$work/order"
 # A function's symbol carries a hash of its crate's build (legacy mangling:
 # 17h<16 hex>E), which differs between the builds that make the binary:
