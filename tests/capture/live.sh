@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs in the first kernel once the workload is ready, before the crash: a
 # live system's /proc/kcore. makedumpfile --mem-usage (Debian's, before and
-# after) and vmdump's, between them; a live dump by vmdump with the kernel's
+# after) and vmdump's, between them; vmdump's estimate of the live dump; a
+# live dump by vmdump with the kernel's
 # own utsname and log beside it (before and after the dump: the log grows
 # while it runs), for the host to judge with drgn and libkdumpfile; vmdump
 # refusing to read /proc/kcore as a user that is not root.
@@ -24,6 +25,7 @@ cp /tmp/*mem-usage* "$out/"
 say "live: --mem-usage of /proc/kcore by makedumpfile, vmdump and makedumpfile again: $(cat /tmp/*mem-usage*.stat | grep -c exit=0) of 3 exit 0"
 
 for field in -s -n -r -v -m; do uname $field; done > "$out/uname"
+vmdump estimate --json -d 31 --compress lzo $k > "$out/vmdump.estimate.json" 2> "$out/vmdump.estimate.stderr"
 dmesg > "$out/dmesg.before"
 runstat "$out/vmdump.live.stat" vmdump dump --no-progress -d 31 --compress lzo $k "$out/vmdump.live" \
     > "$out/vmdump.live.stdout" 2> "$out/vmdump.live.stderr"

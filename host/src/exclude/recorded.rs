@@ -8,7 +8,7 @@
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{ExcludeError, WindowFilter};
+use super::{ExcludeError, WindowFilter, bit};
 use crate::classify::ClassCounts;
 
 /// The excluded pfns of the first complete pass, once there was one.
@@ -97,25 +97,19 @@ impl WindowFilter for Replay {
     }
 }
 
-/// ORs `n` bits of `from` starting at bit `at` into `to` starting at bit `into`.
+/// ORs `n` bits of `from` starting at bit `at` into `to` starting at bit
+/// `into`: whole words where both start on one (every window does), then
+/// bit by bit.
 fn copy_bits(from: &[u64], at: u64, to: &mut [u64], into: u64, n: u64) {
-    let bit = |words: &[u64], i: u64| words.get((i / 64) as usize).is_some_and(|w| w >> (i % 64) & 1 == 1);
+    let mut done = 0;
     if at.is_multiple_of(64) && into.is_multiple_of(64) {
-        let (a, b, whole) = ((at / 64) as usize, (into / 64) as usize, (n / 64) as usize);
-        for (d, s) in to[b..].iter_mut().zip(&from[a..]).take(whole) {
-            *d |= s;
-        }
-        for i in whole as u64 * 64..n {
-            if bit(from, at + i) {
-                to[((into + i) / 64) as usize] |= 1 << ((into + i) % 64);
-            }
-        }
-        return;
+        let words = (n / 64) as usize;
+        let (to_words, from_words) = (&mut to[(into / 64) as usize..], &from[(at / 64) as usize..]);
+        to_words.iter_mut().zip(from_words).take(words).for_each(|(d, s)| *d |= s);
+        done = words as u64 * 64;
     }
-    for i in 0..n {
-        if bit(from, at + i) {
-            to[((into + i) / 64) as usize] |= 1 << ((into + i) % 64);
-        }
+    for i in (done..n).filter(|&i| bit(from, at + i)) {
+        to[((into + i) / 64) as usize] |= 1 << ((into + i) % 64);
     }
 }
 
