@@ -121,7 +121,7 @@ impl<'a> Plan<'a> {
             Format::Elf => None,
         };
         let (ram, utsname) = kernel_facts(input, kernel, &mut notes);
-        if crate::input::is_live(input.path()) {
+        if input.is_live() {
             // A running kernel's struct pages move: classified once (exclude::recorded).
             exclusion = exclusion.recording(ram.max_pfn());
         }

@@ -188,7 +188,7 @@ fn preamble_header(plan: &Plan<'_>, layout: &Layout, machine: Option<Machine>) -
     if let Some(info) = plan.input().vmcoreinfo() {
         header.fill_from_vmcoreinfo(info, machine);
     }
-    if header.timestamp_sec == 0 && crate::input::is_live(plan.input().path()) {
+    if header.timestamp_sec == 0 && plan.input().is_live() {
         // No crash time: a live dump is stamped with when it began.
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         (header.timestamp_sec, header.timestamp_usec) =

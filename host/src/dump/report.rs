@@ -96,11 +96,9 @@ impl DumpReport {
                 (erasures.bytes(), erasures.eraseinfo().lines().count())
             },
             self_check: match plan.exclusion().kernel() {
-                Some(_) if crate::input::is_live(plan.input().path()) => {
-                    Err("the system is live: its counters \
+                Some(_) if plan.input().is_live() => Err("the system is live: its counters \
                     move while it is dumped (the dump's own output adds page cache)"
-                        .into())
-                }
+                    .into()),
                 Some(kernel) => self_check::check(kernel, plan.level(), &excluded.classes),
                 None => Ok(Vec::new()),
             },

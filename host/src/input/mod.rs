@@ -47,6 +47,11 @@ pub trait Input: PhysRead + Sync {
     fn machine(&self) -> (u16, Endian);
     /// The memory segments (PT_LOADs), where they tell the kernel's direct map.
     fn loads(&self) -> &[LoadSegment];
+    /// Whether it is the running system's `/proc/kcore` (a live dump:
+    /// its memory moves while it is read, docs/live.md).
+    fn is_live(&self) -> bool {
+        false
+    }
     /// What the input itself left out (a dump's excluded and lost pages)
     /// and the dump level it was made at; `None` for a vmcore.
     fn earlier(&self) -> Option<(&dyn MetadataFilter, DumpLevel)> {
@@ -165,6 +170,8 @@ pub struct Vmcore {
     phys: PhysMap,
     info: Option<VmcoreInfo>,
     page_size: u64,
+    /// The running system's `/proc/kcore`.
+    live: bool,
 }
 
 impl Vmcore {
@@ -192,7 +199,7 @@ impl Vmcore {
             phys = phys.without(&live::crash_kernel_pfns(page_size));
         }
         let size = file.size();
-        Ok(Self { path: path.into(), file: Arc::new(file), size, elf, phys, info, page_size })
+        Ok(Self { path: path.into(), file: Arc::new(file), size, elf, phys, info, page_size, live })
     }
 
     /// The open file.
@@ -214,6 +221,10 @@ impl Vmcore {
 impl Input for Vmcore {
     fn path(&self) -> &Path {
         &self.path
+    }
+
+    fn is_live(&self) -> bool {
+        self.live
     }
 
     fn page_size(&self) -> u64 {
