@@ -499,8 +499,9 @@ def judge_live(j, args, out):
 
 
 def judge_live_dump(j, args, live):
-    """The live dump: vmdump's estimate of it just before, within 5 % of its
-    pages (the system moves in between; the size is shown, not judged); drgn reads its utsname equal to the kernel's uname and
+    """The live dump: vmdump's estimate of /proc/kcore just before it runs
+    (its figures are shown beside the dump's, not judged: the system moves
+    in between); drgn reads its utsname equal to the kernel's uname and
     its log between the kernel's own before and after it; libkdumpfile
     reads every kept page; as a user other than root, refused."""
     code = read_stat(live / "vmdump.live.stat").get("exit")
@@ -510,16 +511,16 @@ def judge_live_dump(j, args, live):
     if not dump.exists():
         return
     held = counts(dump)["pages_in_file"]
-    # The estimate, made just before the dump: the system moves in between,
-    # its page contents most (a size 12 % apart was seen on 7.3), so only
-    # the pages are judged; the size is shown.
-    e = json.loads((live / "vmdump.estimate.json").read_text() or "{}").get("estimate", {})
+    # The estimate, made just before the dump: the system moves in between
+    # (pages 8 % apart on trixie, sizes 12 % on 7.3), so it is shown, and
+    # judged only to run; estimates are judged on the saved vmcore.
+    text = (live / "vmdump.estimate.json").read_text()
+    e = json.loads(text).get("estimate", {}) if text.startswith("{") else {}
     size, predicted = dump.stat().st_size, e.get("bytes", 0)
-    j.check(abs(e.get("pages_in_file", 0) - held) <= 0.05 * held,
-            f"estimate of /proc/kcore at -d 31 lzo: {e.get('pages_in_file')} pages for the live dump's {held}",
+    j.check(e.get("pages_in_file", 0) > 0, "vmdump estimate of /proc/kcore at -d 31 lzo ran",
             tail(live / "vmdump.estimate.stderr"))
-    info(f"estimate of /proc/kcore: {predicted:,} bytes predicted for the live dump's {size:,} "
-         f"({(predicted / size - 1) * 100:+.2f} %; not judged: the memory moved in between)")
+    info(f"estimate of /proc/kcore: {e.get('pages_in_file')} pages and {predicted:,} bytes, the live dump made "
+         f"after it {held} pages and {size:,} bytes ({(predicted / size - 1) * 100:+.2f} %; the memory moved in between)")
     unreadable, reader = 0, kdumpfile.kdumpfile(str(dump))
     for pfn in dumpable_pfns(dump):
         try:
