@@ -4,8 +4,9 @@
 # host/build.rs hands the linker (lld's --symbol-ordering-file) so that
 # they lie side by side. The kernel maps a binary's pages 64 KiB around
 # each one touched (fault-around): scattered, the code a dump runs (about
-# 0.8 MB) touched 2.5 MiB of the binary; side by side about 1.1 MiB, the
-# capture kernel's peak RSS that much lower.
+# 0.8 MB for every run here, 0.43 MB for one -l -d 31 dump) touched
+# 2.5 MiB of the binary; side by side about 0.55 MiB, the capture
+# kernel's peak RSS that much lower.
 # The order comes from callgrind runs of the release binary, pinned to one
 # CPU as in a capture kernel, on the real fixtures (Linux 6.1 and 7.2), with
 # the command lines of kdump-tools and kdump-utils at -d 31 and -d 1, the
@@ -43,8 +44,9 @@ for vmcore in target/fixtures/vmcore-SK target/fixtures/vmcore-SK72; do
             --compress-strings=no --demangle=no "$tool" $words > /dev/null 2>&1
     done
 done
-# The functions of vmdump's own object in each profile, first seen first.
-awk '/^ob=/ { mine = ($0 ~ /\/(vmdump|makedumpfile)$/) } /^fn=/ && mine { name = substr($0, 4); if (!(name in seen)) { seen[name] = 1; print name } }' \
+# The functions of vmdump's own object in each profile, first seen first
+# (callgrind names the fixed-address binary's object "???").
+awk '/^ob=/ { mine = ($0 ~ /\/(vmdump|makedumpfile)$/ || $0 == "ob=???") } /^fn=/ && mine { name = substr($0, 4); if (!(name in seen)) { seen[name] = 1; print name } }' \
     "$work"/cg.* > "$work/order"
 # A function's symbol carries a hash of its crate's build (legacy mangling:
 # 17h<16 hex>E), which differs between the builds that make the binary:
@@ -65,6 +67,13 @@ import sys
 def unhashed(name):
     return re.sub(r"17h[0-9a-f]{16}E$", "E", name)
 
+def symbol(name):
+    """A function as the list names it: without callgrind's recursion mark
+    ('2) and without the suffix ThinLTO gives a local function it exports
+    from its module (.llvm.<hash of the module>), which changes with any
+    change of the module's code (host/build.rs matches it by pattern)."""
+    return re.sub(r"\.llvm\.[0-9]+$", "", re.sub(r"'[0-9]+$", "", name))
+
 order, *tables = sys.argv[1:]
 # In each build, the symbols of each unhashed name; a name shared by
 # several (the instances of a generic function) cannot be told apart.
@@ -74,10 +83,13 @@ for table in tables:
     for line in open(table):
         words = line.split()
         if len(words) == 3 and words[1] in "tT":
-            names[unhashed(words[2])].append(words[2])
+            names[unhashed(symbol(words[2]))].append(symbol(words[2]))
     builds.append(names)
 printed = set()
-for name in open(order).read().split():
+for line in open(order):
+    name = symbol(line.strip())
+    if not re.fullmatch(r"[A-Za-z0-9_.$]+", name):
+        continue  # callgrind's "(below main)"
     symbols = [name] + [b[unhashed(name)][0] for b in builds if len(b[unhashed(name)]) == 1]
     for symbol in symbols:
         if symbol not in printed:

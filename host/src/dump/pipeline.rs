@@ -100,7 +100,7 @@ const IN_FLIGHT_BYTES: usize = 32 << 20;
 /// smaller batch keeps the memory small; at 256 KiB its overhead (a mapped
 /// window each) cost 2-3 % of a -d 1 dump's time, at 512 KiB none that
 /// shows.
-const INLINE_SLOT_BYTES: usize = 512 << 10;
+const INLINE_SLOT_BYTES: usize = 128 << 10;
 
 /// How many workers run, how many slots circulate, and how many pages a
 /// batch holds.
@@ -183,8 +183,8 @@ mod tests {
 
     #[test]
     fn one_worker_on_one_cpu_gets_one_small_slot() {
-        assert_eq!(Shape::inline(256, 4096), Shape { workers: 1, slots: 1, batch_pages: 128 });
-        assert_eq!(Shape::inline(256, 65536), Shape { workers: 1, slots: 1, batch_pages: 8 });
+        assert_eq!(Shape::inline(256, 4096), Shape { workers: 1, slots: 1, batch_pages: 32 });
+        assert_eq!(Shape::inline(256, 65536), Shape { workers: 1, slots: 1, batch_pages: 2 });
         assert_eq!(Shape::inline(16, 4096).batch_pages, 16);
         assert_eq!(Shape::inline(256, 1 << 20).batch_pages, 1);
     }

@@ -236,6 +236,10 @@ impl<'s> KdumpWriter<'s> {
         if self.pages + self.dropped + records.len() as u64 > self.expected_pages {
             return Err(WriteError::MorePages { expected: self.expected_pages });
         }
+        // Flushed before it would grow: the cache stays at its capacity.
+        if self.descs.len() + records.len() * PAGE_DESC_SIZE > self.descs.capacity() {
+            self.flush_descriptors()?;
+        }
         self.sink.write_at(self.data_end, data)?;
         let mut offset = self.data_end;
         for (pfn, record) in (first_pfn..).zip(records) {
@@ -263,9 +267,6 @@ impl<'s> KdumpWriter<'s> {
             self.pages += 1;
         }
         self.data_end = offset;
-        if self.descs.len() >= CACHE_BYTES {
-            self.flush_descriptors()?;
-        }
         Ok(())
     }
 
