@@ -364,8 +364,10 @@ struct Decoded {
     kinds: Vec<u8>,
 }
 
-/// Bytes of `kallsyms_names` read at a time.
-const NAMES_WINDOW: usize = 64 << 10;
+/// Bytes of `kallsyms_names` held at a time (a name's tokens that cross
+/// its end are carried into the next): a dump's one pass over the names
+/// costs the capture kernel no more.
+const NAMES_WINDOW: usize = 16 << 10;
 
 impl Names {
     /// Reads the names in two passes over `kallsyms_names`: the first
@@ -482,8 +484,8 @@ impl<R: PhysRead + ?Sized> Window<'_, '_, R> {
         if self.bytes.len() - self.at < len {
             self.bytes.drain(..self.at);
             self.at = 0;
-            let more = NAMES_WINDOW.max(len);
             let old = self.bytes.len();
+            let more = NAMES_WINDOW.max(old + len) - old;
             self.bytes.resize(old + more, 0);
             self.memory.read_virt(self.next, &mut self.bytes[old..]).map_err(read_error(
                 TABLE,

@@ -7,8 +7,9 @@
 use super::{Endian, FormatError, Kind, header_endian};
 use crate::read_at::ReadAt;
 
-/// Bytes read at a time.
-const WINDOW: usize = 64 << 10;
+/// Bytes read at a time: 16 KiB, a few reads more of a 6 MiB blob than
+/// larger windows and no more memory than a capture kernel can spare.
+const WINDOW: usize = 16 << 10;
 
 /// The value of each of `names` as an enumerator of any enum of `blob`
 /// (the first in record order, as [`super::Btf::enumerator`] finds it),

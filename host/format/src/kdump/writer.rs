@@ -18,7 +18,7 @@ use crate::sink::{Sink, SinkError};
 
 /// Bytes of the descriptor cache: small, so that when the disk fills, few
 /// pages have their data on disk but not their descriptor.
-const CACHE_BYTES: usize = 64 << 10;
+const CACHE_BYTES: usize = 16 << 10;
 
 /// Bytes of the 2nd bitmap kept in memory and written at once: 1 MiB, the
 /// bits of 8 Mi pfns.
