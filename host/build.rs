@@ -10,15 +10,21 @@
 //! pattern also matches a function that ThinLTO exported from its module
 //! under a suffix of its own (`NAME.llvm.<hash of the module>`, new with
 //! any change of the module's code), which an exact list of symbols
-//! (`--symbol-ordering-file`) missed; and one LLVM deems cold, in
-//! `.text.unlikely.NAME`. A function the list names that the binary lacks
-//! matches nothing.
+//! (`--symbol-ordering-file`) missed; one LLVM deems cold, in
+//! `.text.unlikely.NAME`; and, where the list leaves a symbol's hash open
+//! (`NAME17h*E`), the function whatever hash a change of its crate's code
+//! gave it. A function the list names that the binary lacks matches
+//! nothing.
 //!
 //! The binary is linked as a fixed-address executable (not PIE): a PIE's
 //! thousands of pointers in read-only data are relocated at every start,
 //! which reads the relocations (0.1 MB) and writes those pages, all
 //! counted in the capture kernel's memory. Linked at its address nothing is
-//! relocated; the shared libraries keep their random addresses.
+//! relocated; the shared libraries keep their random addresses. And
+//! libgcc's unwinder is linked in whole (libgcc_eh.a) rather than loaded
+//! (libgcc_s.so.1, 0.1 MiB of the capture kernel's memory for its pages
+//! and relocations): the host's panics unwind to the plugin boundary and
+//! the pool's workers as before; a plugin file brings its own.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -37,6 +43,10 @@ fn main() {
         std::fs::write(&script, linker_script(&names)).expect("OUT_DIR is writable");
         println!("cargo:rustc-link-arg-bin=vmdump=-Wl,-T,{}", script.display());
         println!("cargo:rustc-link-arg-bin=vmdump=-no-pie");
+        if let Some(dir) = gcc_eh_dir() {
+            println!("cargo:rustc-link-search=native={}", dir.display());
+            println!("cargo:rustc-link-lib=static:+whole-archive=gcc_eh");
+        }
     }
 }
 
@@ -49,7 +59,7 @@ fn main() {
 /// out.
 fn linker_script(names: &str) -> String {
     let mut script = String::from("SECTIONS {\n  .text.vmdump_first : {\n");
-    let symbol = |name: &&str| name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.$".contains(&b));
+    let symbol = |name: &&str| name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.$*".contains(&b));
     for name in names.lines().rev().filter(|name| !name.is_empty()).filter(symbol) {
         writeln!(script, "    *(.text.{name} .text.{name}.llvm.* .text.unlikely.{name} .text.unlikely.{name}.llvm.*)")
             .unwrap();
@@ -57,6 +67,13 @@ fn linker_script(names: &str) -> String {
     script.push_str("    *crt1.o(.text) *crti.o(.text) *crtbegin.o(.text) *crtend.o(.text) *crtn.o(.text)\n");
     script.push_str("  }\n} INSERT AFTER .text;\n");
     script
+}
+
+/// Where the C compiler keeps libgcc_eh.a.
+fn gcc_eh_dir() -> Option<PathBuf> {
+    let out = std::process::Command::new("cc").arg("-print-file-name=libgcc_eh.a").output().ok()?;
+    let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    path.is_absolute().then(|| path.parent().map(Path::to_path_buf)).flatten()
 }
 
 /// The minor version of `rustc` 1.x (`rustc --version`).

@@ -160,10 +160,11 @@ pub(super) fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("creating {}", dir.display()))
 }
 
-/// The write buffer of a flattened stream: a pipe's (64 KiB), so a reader
-/// (ssh, cat) gets whole pipe loads; a slot's data larger than it goes to
-/// the pipe at once, and more would only cost the capture kernel memory.
-const FLATTENED_BUFFER: usize = 64 << 10;
+/// The write buffer of a flattened stream: it gathers the records'
+/// headers and the small ones (descriptors, bitmaps); a batch's page data,
+/// larger, goes to the pipe in one write past it, so more would only cost
+/// the capture kernel memory.
+const FLATTENED_BUFFER: usize = 16 << 10;
 
 /// Writes the dump of `plan` to the output file or stdout.
 fn write_dump(args: &DumpArgs, profile: &Profile, plan: &Plan<'_>) -> anyhow::Result<DumpReport> {
