@@ -24,11 +24,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bin=$PWD/target/release/vmdump
 # As installed: the binary alone (its built-in codecs, no plugin files
-# beside it), its makedumpfile lines run through a makedumpfile symlink as
-# the capture kernels' scripts run it (no vmdump command line parsed).
+# beside it) with the profile scripts/install.sh puts in /etc/vmdump (its
+# TOML parsed in every run), its makedumpfile lines run through a
+# makedumpfile symlink as the capture kernels' scripts run it (no vmdump
+# command line parsed).
 mkdir "$work/bin"
 cp "$bin" "$work/bin/vmdump"
 ln -s vmdump "$work/bin/makedumpfile"
+export VMDUMP_PROFILE=$PWD/config/system.toml
 run=0
 for vmcore in target/fixtures/vmcore-SK target/fixtures/vmcore-SK72; do
     for args in "-l --message-level 7 -d 31 @ OUT" "-F -c -d 31 @" "-c -d 31 @ OUT" "-l -d 1 @ OUT" \
