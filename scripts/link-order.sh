@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Not a test: writes host/link-order.txt, the functions of the vmdump
 # binary in the order a dump in a capture kernel first runs them, which
-# host/build.rs hands the linker (lld's --symbol-ordering-file) so that
-# they lie side by side. The kernel maps a binary's pages 64 KiB around
+# host/build.rs hands the linker (lld, as a script of section patterns)
+# so that they lie side by side. The kernel maps a binary's pages 64 KiB around
 # each one touched (fault-around): scattered, the code a dump runs (about
 # 0.8 MB for every run here, 0.43 MB for one -l -d 31 dump) touched
 # 2.5 MiB of the binary; side by side about 0.55 MiB, the capture

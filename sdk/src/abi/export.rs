@@ -193,6 +193,10 @@ unsafe fn dst_slice<'a>(ptr: *mut u8, len: usize) -> &'a mut [u8] {
     if len == 0 { &mut [] } else { unsafe { std::slice::from_raw_parts_mut(ptr, len) } }
 }
 
+/// # Safety
+/// Called only through the exported table, by a host that keeps the
+/// header's contract (`vmdump_plugin.h`): its pointers are this table's
+/// own objects, or buffers valid for the lengths passed with them.
 unsafe extern "C" fn module_init<K: PluginKind>(
     params: *const RawParams,
     host: *const RawHostApi,
@@ -212,6 +216,10 @@ unsafe extern "C" fn module_init<K: PluginKind>(
     })
 }
 
+/// # Safety
+/// Called only through the exported table, by a host that keeps the
+/// header's contract (`vmdump_plugin.h`): its pointers are this table's
+/// own objects, or buffers valid for the lengths passed with them.
 unsafe extern "C" fn bound<F: CompressorFactory>(module: *const c_void, src_len: usize) -> usize {
     // SAFETY: `module` came from module_init::<F> and is still alive.
     let factory = unsafe { &*module.cast::<F>() };
@@ -219,6 +227,10 @@ unsafe extern "C" fn bound<F: CompressorFactory>(module: *const c_void, src_len:
     catch_unwind(AssertUnwindSafe(|| factory.bound(src_len))).unwrap_or(0)
 }
 
+/// # Safety
+/// Called only through the exported table, by a host that keeps the
+/// header's contract (`vmdump_plugin.h`): its pointers are this table's
+/// own objects, or buffers valid for the lengths passed with them.
 unsafe extern "C" fn ctx_init<K: PluginKind>(
     module: *const c_void,
     ctx: *mut *mut c_void,
@@ -260,6 +272,10 @@ unsafe fn transform<F: CompressorFactory>(
     })
 }
 
+/// # Safety
+/// Called only through the exported table, by a host that keeps the
+/// header's contract (`vmdump_plugin.h`): its pointers are this table's
+/// own objects, or buffers valid for the lengths passed with them.
 unsafe extern "C" fn compress<F: CompressorFactory>(
     ctx: *mut c_void,
     src: *const u8,
@@ -272,6 +288,10 @@ unsafe extern "C" fn compress<F: CompressorFactory>(
     unsafe { transform::<F>(ctx, (src, src_len), (dst, dst_len), err, |c, s, d| c.compress(s, d)) }
 }
 
+/// # Safety
+/// Called only through the exported table, by a host that keeps the
+/// header's contract (`vmdump_plugin.h`): its pointers are this table's
+/// own objects, or buffers valid for the lengths passed with them.
 unsafe extern "C" fn decompress<F: CompressorFactory>(
     ctx: *mut c_void,
     src: *const u8,
@@ -284,6 +304,10 @@ unsafe extern "C" fn decompress<F: CompressorFactory>(
     unsafe { transform::<F>(ctx, (src, src_len), (dst, dst_len), err, |c, s, d| c.decompress(s, d)) }
 }
 
+/// # Safety
+/// Called only through the exported table, by a host that keeps the
+/// header's contract (`vmdump_plugin.h`): its pointers are this table's
+/// own objects, or buffers valid for the lengths passed with them.
 unsafe extern "C" fn reset<F: CompressorFactory>(ctx: *mut c_void, err: *mut RawError) -> c_int {
     guarded(err, || {
         // SAFETY: `ctx` came from ctx_init::<F> and is used by one thread.

@@ -96,6 +96,10 @@ fn text(ptr: *const c_char) -> Result<String, ServiceError> {
     c_text(ptr).ok_or(ServiceError::Invalid)
 }
 
+/// # Safety
+/// Called only through [`kernel_table`] by a plugin that keeps the
+/// header's contract: `host` is that table's, alive during the call, and
+/// every pointer is valid for the lengths passed with it.
 unsafe extern "C" fn k_symbol(
     host: *mut c_void,
     name: *const c_char,
@@ -111,6 +115,10 @@ unsafe extern "C" fn k_symbol(
     })
 }
 
+/// # Safety
+/// Called only through [`kernel_table`] by a plugin that keeps the
+/// header's contract: `host` is that table's, alive during the call, and
+/// every pointer is valid for the lengths passed with it.
 unsafe extern "C" fn k_type_size(host: *mut c_void, type_name: *const c_char, size: *mut u64) -> c_int {
     // SAFETY: as k_symbol.
     let s = unsafe { services(host) };
@@ -118,6 +126,10 @@ unsafe extern "C" fn k_type_size(host: *mut c_void, type_name: *const c_char, si
     answer(text(type_name).and_then(|t| s.type_size(&t)), |z| unsafe { put(size, z) })
 }
 
+/// # Safety
+/// Called only through [`kernel_table`] by a plugin that keeps the
+/// header's contract: `host` is that table's, alive during the call, and
+/// every pointer is valid for the lengths passed with it.
 unsafe extern "C" fn k_member(
     host: *mut c_void,
     type_name: *const c_char,
@@ -142,6 +154,10 @@ unsafe extern "C" fn k_member(
     })
 }
 
+/// # Safety
+/// Called only through [`kernel_table`] by a plugin that keeps the
+/// header's contract: `host` is that table's, alive during the call, and
+/// every pointer is valid for the lengths passed with it.
 unsafe extern "C" fn k_read(host: *mut c_void, space: u32, addr: u64, buf: *mut c_void, len: usize) -> c_int {
     // SAFETY: as k_symbol.
     let s = unsafe { services(host) };
@@ -157,6 +173,10 @@ unsafe extern "C" fn k_read(host: *mut c_void, space: u32, addr: u64, buf: *mut 
     answer(s.read(space, addr, buf), |()| {})
 }
 
+/// # Safety
+/// Called only through [`kernel_table`] by a plugin that keeps the
+/// header's contract: `host` is that table's, alive during the call, and
+/// every pointer is valid for the lengths passed with it.
 unsafe extern "C" fn k_user_pages(
     host: *mut c_void,
     pgd: u64,
@@ -183,18 +203,30 @@ fn pfn_range(first: u64, count: u64) -> Result<Range<u64>, ServiceError> {
     first.checked_add(count).map(|end| first..end).ok_or(ServiceError::Invalid)
 }
 
+/// # Safety
+/// Called only through [`kernel_table`] by a plugin that keeps the
+/// header's contract: `host` is that table's, alive during the call, and
+/// every pointer is valid for the lengths passed with it.
 unsafe extern "C" fn k_keep(host: *mut c_void, first: u64, count: u64) -> c_int {
     // SAFETY: as k_symbol.
     let s = unsafe { services(host) };
     answer(pfn_range(first, count).and_then(|r| s.keep(r)), |()| {})
 }
 
+/// # Safety
+/// Called only through [`kernel_table`] by a plugin that keeps the
+/// header's contract: `host` is that table's, alive during the call, and
+/// every pointer is valid for the lengths passed with it.
 unsafe extern "C" fn k_exclude(host: *mut c_void, first: u64, count: u64) -> c_int {
     // SAFETY: as k_symbol.
     let s = unsafe { services(host) };
     answer(pfn_range(first, count).and_then(|r| s.exclude(r)), |()| {})
 }
 
+/// # Safety
+/// Called only through [`kernel_table`] by a plugin that keeps the
+/// header's contract: `host` is that table's, alive during the call, and
+/// every pointer is valid for the lengths passed with it.
 unsafe extern "C" fn k_erase(
     host: *mut c_void,
     space: u32,
