@@ -99,7 +99,7 @@ fn deflate_candidates(table: &mut Table) {
         });
     }
     for level in [1, 2] {
-        let mut encoder = PageDeflate::new(page_effort(level).expect("a level of the page encoder"));
+        let mut encoder = PageDeflate::<4096>::new(page_effort(level).expect("a level of the page encoder"));
         table.row(&format!("vmdump page encoder {level}"), |src, dst| {
             encoder.compress(src, dst).expect("output fits the bound")
         });
@@ -162,7 +162,7 @@ fn encoder(spec: &str) -> PageEncoder {
         insert_limit: v[2],
         skip: v.get(3).map_or(Effort::NEVER_SKIP, |&s| s as u32),
     };
-    let mut page = PageDeflate::new(effort);
+    let mut page = PageDeflate::<4096>::new(effort);
     Box::new(move |src, dst| page.compress(src, dst).expect("output fits the bound"))
 }
 

@@ -98,12 +98,12 @@ const IN_FLIGHT_BYTES: usize = 32 << 20;
 /// The bytes of pages one slot holds when it is the only one (one worker
 /// on one CPU, as in a capture kernel): no batch waits for another, so a
 /// small batch keeps the memory small (its stored bytes, up to as many,
-/// are the capture kernel's: 0.4 MiB less than at 512 KiB). It costs a
-/// write a batch: pinned to one core, a -l -d 1 dump of a vmcore in the
-/// page cache took 4 % longer than at 512 KiB (1,488 writes for 446);
-/// from a capture kernel's /proc/vmcore, which reads far slower, none
-/// that shows.
-const INLINE_SLOT_BYTES: usize = 128 << 10;
+/// are the capture kernel's: 0.45 MiB less than at 512 KiB). It costs a
+/// write a batch: pinned to one core, a -l -d 1 dump of a vmcore in
+/// tmpfs took 2 % longer than at 128 KiB, and that 4 % longer than at
+/// 512 KiB; from a capture kernel's /proc/vmcore, which reads far slower,
+/// none that shows.
+const INLINE_SLOT_BYTES: usize = 64 << 10;
 
 /// How many workers run, how many slots circulate, and how many pages a
 /// batch holds.
@@ -186,9 +186,9 @@ mod tests {
 
     #[test]
     fn one_worker_on_one_cpu_gets_one_small_slot() {
-        assert_eq!(Shape::inline(256, 4096), Shape { workers: 1, slots: 1, batch_pages: 32 });
-        assert_eq!(Shape::inline(256, 65536), Shape { workers: 1, slots: 1, batch_pages: 2 });
-        assert_eq!(Shape::inline(16, 4096).batch_pages, 16);
+        assert_eq!(Shape::inline(256, 4096), Shape { workers: 1, slots: 1, batch_pages: 16 });
+        assert_eq!(Shape::inline(256, 65536), Shape { workers: 1, slots: 1, batch_pages: 1 });
+        assert_eq!(Shape::inline(8, 4096).batch_pages, 8);
         assert_eq!(Shape::inline(256, 1 << 20).batch_pages, 1);
     }
 }

@@ -23,7 +23,7 @@
 
 pub mod deflate;
 
-use deflate::{Effort, PageDeflate};
+use deflate::{Effort, PageDeflate, WINDOW};
 use libdeflater::{CompressionLvl, Compressor as Deflate, DecompressionError, Decompressor as Inflate};
 use vmdump_sdk::{Compressor, CompressorFactory, Host, KdumpFormat, Params, SdkError};
 
@@ -58,13 +58,20 @@ pub struct Zlib {
     page_effort: Option<Effort>,
 }
 
-/// Per-worker state: the page encoder where the level is its, libdeflate
-/// (made when first needed), and a decompressor.
+/// The pages of most kernels (x86_64's always): the page encoder made for
+/// them has tables of 68 KiB, the whole window's 400 KiB.
+const SMALL_PAGE: usize = 4096;
+
+/// Per-worker state, each part made when first needed: the page encoder
+/// where the level is its (for 4 KiB pages, or for pages of up to the
+/// window), libdeflate, and a decompressor.
 pub struct ZlibContext {
-    page: Option<PageDeflate>,
+    page_effort: Option<Effort>,
+    small_pages: Option<PageDeflate<SMALL_PAGE>>,
+    large_pages: Option<PageDeflate<WINDOW>>,
     level: CompressionLvl,
     deflate: Option<Deflate>,
-    inflate: Inflate,
+    inflate: Option<Inflate>,
 }
 
 impl CompressorFactory for Zlib {
@@ -85,15 +92,17 @@ impl CompressorFactory for Zlib {
 
     fn new_context(&self) -> Result<ZlibContext, SdkError> {
         Ok(ZlibContext {
-            page: self.page_effort.map(PageDeflate::new),
+            page_effort: self.page_effort,
+            small_pages: None,
+            large_pages: None,
             level: self.level,
             deflate: None,
-            inflate: Inflate::new(),
+            inflate: None,
         })
     }
 
     fn bound(&self, n: usize) -> usize {
-        libdeflate_bound(n).max(PageDeflate::bound(n))
+        libdeflate_bound(n).max(PageDeflate::<WINDOW>::bound(n))
     }
 }
 
@@ -101,22 +110,35 @@ impl Compressor for ZlibContext {
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, SdkError> {
         let available = dst.len();
         let too_small = |needed| SdkError::DstTooSmall { needed, available };
-        if let Some(page) = self.page.as_mut().filter(|_| src.len() <= PageDeflate::MAX_INPUT) {
-            return page.compress(src, dst).ok_or_else(|| too_small(PageDeflate::bound(src.len())));
-        }
-        let deflate = self.deflate.get_or_insert_with(|| Deflate::new(self.level));
-        let needed = deflate.zlib_compress_bound(src.len());
-        deflate.zlib_compress(src, dst).map_err(|_| too_small(needed))
+        let written = match self.page_effort {
+            Some(effort) if src.len() <= SMALL_PAGE => {
+                self.small_pages.get_or_insert_with(|| PageDeflate::new(effort)).compress(src, dst)
+            }
+            Some(effort) if src.len() <= WINDOW => {
+                self.large_pages.get_or_insert_with(|| PageDeflate::new(effort)).compress(src, dst)
+            }
+            _ => return self.libdeflate(src, dst),
+        };
+        written.ok_or_else(|| too_small(PageDeflate::<WINDOW>::bound(src.len())))
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, SdkError> {
-        match self.inflate.zlib_decompress(src, dst) {
+        match self.inflate.get_or_insert_with(Inflate::new).zlib_decompress(src, dst) {
             Ok(n) => Ok(n),
             Err(DecompressionError::InsufficientSpace) => {
                 Err(SdkError::DstTooSmall { needed: 0, available: dst.len() })
             }
             Err(DecompressionError::BadData) => Err(SdkError::corrupt("not a valid zlib stream")),
         }
+    }
+}
+
+impl ZlibContext {
+    fn libdeflate(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, SdkError> {
+        let available = dst.len();
+        let deflate = self.deflate.get_or_insert_with(|| Deflate::new(self.level));
+        let needed = deflate.zlib_compress_bound(src.len());
+        deflate.zlib_compress(src, dst).map_err(|_| SdkError::DstTooSmall { needed, available })
     }
 }
 

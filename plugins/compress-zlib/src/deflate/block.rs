@@ -69,7 +69,7 @@ impl Block {
     }
 
     /// Plans the smallest block for `parse` of a page of `len` bytes.
-    pub fn plan(&mut self, parse: &mut Parse, len: usize) {
+    pub fn plan<const W: usize>(&mut self, parse: &mut Parse<W>, len: usize) {
         parse.litlen_freqs[END_OF_BLOCK] = 1;
         let extra = extra_bits(parse);
         let dynamic = self.plan_dynamic(parse) + extra;
@@ -87,7 +87,7 @@ impl Block {
 
     /// Writes the planned block (the last of the stream) for `parse` of
     /// `src`; returns the position after it.
-    pub fn write(&self, parse: &Parse, src: &[u8], mut bits: BitWriter) -> usize {
+    pub fn write<const W: usize>(&self, parse: &Parse<W>, src: &[u8], mut bits: BitWriter) -> usize {
         bits.put(1, 1);
         match self.kind {
             Kind::Stored => {
@@ -114,7 +114,7 @@ impl Block {
 
     /// Builds the dynamic codes and their header; returns the bits of the
     /// header and of the symbols (extra bits aside).
-    fn plan_dynamic(&mut self, parse: &Parse) -> u64 {
+    fn plan_dynamic<const W: usize>(&mut self, parse: &Parse<W>) -> u64 {
         self.litlen.make_optimal(&parse.litlen_freqs, 15);
         self.dist.make_optimal(&parse.dist_freqs, 15);
         self.litlen_count = used_count(&self.litlen.lengths, 257);
@@ -163,7 +163,7 @@ fn used_count(lengths: &[u8], min: usize) -> usize {
 }
 
 /// The extra bits every match of `parse` carries, whatever the code.
-fn extra_bits(parse: &Parse) -> u64 {
+fn extra_bits<const W: usize>(parse: &Parse<W>) -> u64 {
     let lengths: u64 =
         (257..286).map(|s| u64::from(parse.litlen_freqs[s]) * u64::from(litlen_extra_bits(s))).sum();
     let distances: u64 =
@@ -251,9 +251,9 @@ impl LengthRuns {
 /// Writes the literals and matches of `parse` of `src`, and the end of
 /// block. The writer is rebuilt in a local, whose state then stays in
 /// registers (the caller's lives in memory).
-fn write_items<'a>(
+fn write_items<'a, const W: usize>(
     bits: BitWriter<'a>,
-    parse: &Parse,
+    parse: &Parse<W>,
     src: &[u8],
     litlen: &Code<LITLEN_SYMBOLS>,
     dist: &Code<DIST_SYMBOLS>,

@@ -1,6 +1,10 @@
 //! Finds the matches of one page: hash chains over 3-byte sequences sized
 //! for a page (the tables fit in the L1 cache and are cleared for the
 //! price of a few cache lines), greedy parsing with a bounded search.
+//!
+//! The matcher and the parse are sized for pages of up to `W` bytes (a
+//! power of two, at most deflate's window): a 4 KiB page's tables take
+//! 68 KiB, the whole window's 400 KiB, which a capture kernel feels.
 
 use super::symbols::{DIST_SYMBOLS, Item, LITLEN_SYMBOLS, MAX_MATCH, WINDOW};
 use super::symbols::{distance_symbol, length_symbol, matched};
@@ -36,7 +40,7 @@ impl Effort {
 }
 
 /// One match of a parse and the literals before it.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Sequence {
     /// Literal bytes between the previous match and this one.
     pub literals: u16,
@@ -48,18 +52,18 @@ pub struct Sequence {
 
 /// The parse of one page: its matches, each with the literals before it,
 /// the literals after the last one, and how often each symbol occurs.
-pub struct Parse {
-    sequences: Box<[Sequence; WINDOW]>,
+pub struct Parse<const W: usize> {
+    sequences: Box<[Sequence; W]>,
     count: usize,
     pub trailing_literals: usize,
     pub litlen_freqs: [u32; LITLEN_SYMBOLS],
     pub dist_freqs: [u32; DIST_SYMBOLS],
 }
 
-impl Parse {
+impl<const W: usize> Parse<W> {
     pub fn new() -> Self {
         Parse {
-            sequences: Box::new([Sequence::default(); WINDOW]),
+            sequences: vec![Sequence::default(); W].into_boxed_slice().try_into().expect("W sequences"),
             count: 0,
             trailing_literals: 0,
             litlen_freqs: [0; LITLEN_SYMBOLS],
@@ -74,14 +78,14 @@ impl Parse {
 
 /// Appends to a parse; the count of matches and the start of the pending
 /// literals are kept in locals (registers) until `finish`.
-struct Appender<'a> {
-    parse: &'a mut Parse,
+struct Appender<'a, const W: usize> {
+    parse: &'a mut Parse<W>,
     count: usize,
     literals_from: usize,
 }
 
-impl<'a> Appender<'a> {
-    fn new(parse: &'a mut Parse) -> Self {
+impl<'a, const W: usize> Appender<'a, W> {
+    fn new(parse: &'a mut Parse<W>) -> Self {
         parse.litlen_freqs = [0; LITLEN_SYMBOLS];
         parse.dist_freqs = [0; DIST_SYMBOLS];
         Appender { parse, count: 0, literals_from: 0 }
@@ -92,11 +96,11 @@ impl<'a> Appender<'a> {
     }
 
     /// A match at `pos`: the literals since the last match go before it.
-    /// Matches never outnumber the bytes of a page, which are at most the
-    /// window (the mask tells the compiler so).
+    /// Matches never outnumber the bytes of a page, which are at most `W`
+    /// (the mask tells the compiler so).
     fn matched(&mut self, pos: usize, length: usize, distance: usize) {
         let (length_code, distance_code) = (length_symbol(length), distance_symbol(distance));
-        self.parse.sequences[self.count & POSITION_MASK] = Sequence {
+        self.parse.sequences[self.count & (W - 1)] = Sequence {
             literals: (pos - self.literals_from) as u16,
             length: length as u16,
             item: matched(length_code, distance_code),
@@ -117,36 +121,36 @@ impl<'a> Appender<'a> {
 /// each position the previous one with the same hash (positions are
 /// stored plus one, so 0 ends a chain); and the page being parsed, copied
 /// where every read of eight bytes at a position inside it stays in
-/// bounds (so the compiler needs no checks).
-pub struct Matcher {
+/// bounds (so the compiler needs no checks): twice `W` bytes, as stable
+/// Rust has no `[u8; W + 8]`.
+pub struct Matcher<const W: usize> {
     head: Box<[u16; 1 << HASH_BITS]>,
-    prev: Box<[u16; WINDOW]>,
-    page: Box<[u8; PADDED]>,
+    prev: Box<[u16; W]>,
+    page: Box<[[u8; W]; 2]>,
 }
 
-/// Positions are below the window; masking with this tells the compiler.
-const POSITION_MASK: usize = WINDOW - 1;
-const PADDED: usize = WINDOW + 8;
-
-impl Matcher {
+impl<const W: usize> Matcher<W> {
     /// The largest input a matcher parses: every match stays in the
     /// window, and positions fit their 16-bit links.
-    pub const MAX_INPUT: usize = WINDOW;
+    pub const MAX_INPUT: usize = W;
+    /// Positions are below `W`; masking with this tells the compiler.
+    const POSITION_MASK: usize = W - 1;
 
     pub fn new() -> Self {
+        const { assert!(W.is_power_of_two() && W <= WINDOW, "a power of two, at most the window") };
         Matcher {
             head: Box::new([0; 1 << HASH_BITS]),
-            prev: Box::new([0; WINDOW]),
-            page: Box::new([0; PADDED]),
+            prev: vec![0; W].into_boxed_slice().try_into().expect("W links"),
+            page: vec![[0; W]; 2].into_boxed_slice().try_into().expect("two halves"),
         }
     }
 
     /// Parses `src` (at most `MAX_INPUT` bytes) into `parse`.
-    pub fn parse(&mut self, src: &[u8], effort: Effort, parse: &mut Parse) {
+    pub fn parse(&mut self, src: &[u8], effort: Effort, parse: &mut Parse<W>) {
         assert!(src.len() <= Self::MAX_INPUT, "a page of at most {} bytes", Self::MAX_INPUT);
         let mut parse = Appender::new(parse);
         self.head.fill(0);
-        self.page[..src.len()].copy_from_slice(src);
+        self.page.as_flattened_mut()[..src.len()].copy_from_slice(src);
         let len = src.len();
         // Hashing reads four bytes whatever HASHED is.
         let hashable_end = len.saturating_sub(3);
@@ -185,7 +189,7 @@ impl Matcher {
     fn insert(&mut self, pos: usize) -> usize {
         let hash = hash(self.read_u32(pos));
         let previous = self.head[hash];
-        self.prev[pos & POSITION_MASK] = previous;
+        self.prev[pos & Self::POSITION_MASK] = previous;
         self.head[hash] = (pos + 1) as u16;
         usize::from(previous)
     }
@@ -212,7 +216,7 @@ impl Matcher {
                     }
                 }
             }
-            candidate = usize::from(self.prev[start & POSITION_MASK]);
+            candidate = usize::from(self.prev[start & Self::POSITION_MASK]);
         }
         (best, distance)
     }
@@ -232,17 +236,17 @@ impl Matcher {
     }
 
     fn byte(&self, pos: usize) -> u8 {
-        self.page[pos & POSITION_MASK]
+        self.page.as_flattened()[pos & Self::POSITION_MASK]
     }
 
     fn read_u32(&self, pos: usize) -> u32 {
-        let pos = pos & POSITION_MASK;
-        u32::from_le_bytes(self.page[pos..pos + 4].try_into().expect("four bytes"))
+        let pos = pos & Self::POSITION_MASK;
+        u32::from_le_bytes(self.page.as_flattened()[pos..pos + 4].try_into().expect("four bytes"))
     }
 
     fn read_u64(&self, pos: usize) -> u64 {
-        let pos = pos & POSITION_MASK;
-        u64::from_le_bytes(self.page[pos..pos + 8].try_into().expect("eight bytes"))
+        let pos = pos & Self::POSITION_MASK;
+        u64::from_le_bytes(self.page.as_flattened()[pos..pos + 8].try_into().expect("eight bytes"))
     }
 }
 

@@ -12,6 +12,7 @@ mod matcher;
 mod symbols;
 
 pub use matcher::Effort;
+pub use symbols::WINDOW;
 
 use block::{BitWriter, Block};
 use matcher::{Matcher, Parse};
@@ -20,18 +21,19 @@ use matcher::{Matcher, Parse};
 /// dictionary (CMF 0x78, FLG 0x01; a multiple of 31 together).
 const ZLIB_HEADER: [u8; 2] = [0x78, 0x01];
 
-/// One worker's page encoder and its scratch state.
-pub struct PageDeflate {
+/// One worker's page encoder and its scratch state, for pages of up to
+/// `W` bytes (a power of two, at most deflate's 32 KiB window).
+pub struct PageDeflate<const W: usize> {
     effort: Effort,
-    matcher: Matcher,
-    parse: Parse,
+    matcher: Matcher<W>,
+    parse: Parse<W>,
     block: Block,
     out: Vec<u8>,
 }
 
-impl PageDeflate {
+impl<const W: usize> PageDeflate<W> {
     /// The largest page it encodes.
-    pub const MAX_INPUT: usize = Matcher::MAX_INPUT;
+    pub const MAX_INPUT: usize = Matcher::<W>::MAX_INPUT;
 
     pub fn new(effort: Effort) -> Self {
         PageDeflate {

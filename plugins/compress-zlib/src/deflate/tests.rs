@@ -18,8 +18,12 @@ fn inflate(stream: &[u8], len: usize) -> Vec<u8> {
     back
 }
 
-fn round_trip(encoder: &mut PageDeflate, src: &[u8]) -> (usize, Kind) {
-    let mut dst = vec![0u8; PageDeflate::bound(src.len())];
+/// The encoder of the whole window, and the one of 4 KiB pages.
+type Whole = PageDeflate<WINDOW>;
+type Small = PageDeflate<4096>;
+
+fn round_trip<const W: usize>(encoder: &mut PageDeflate<W>, src: &[u8]) -> (usize, Kind) {
+    let mut dst = vec![0u8; PageDeflate::<W>::bound(src.len())];
     let n = encoder.compress(src, &mut dst).expect("the bound fits");
     assert_eq!(inflate(&dst[..n], src.len()), src, "{} bytes", src.len());
     (n, encoder.block.kind)
@@ -55,7 +59,7 @@ fn kernel_like(seed: u32, len: usize) -> Vec<u8> {
 #[test]
 fn every_kind_of_page_inflates_back_to_itself() {
     for effort in [QUICK, Effort { depth: 8, nice: 32, insert_limit: 16, skip: 7 }, THOROUGH] {
-        let mut encoder = PageDeflate::new(effort);
+        let mut encoder = Whole::new(effort);
         for page in vmdump_sdk::testing::corpus() {
             round_trip(&mut encoder, &page.bytes);
         }
@@ -67,7 +71,7 @@ fn every_kind_of_page_inflates_back_to_itself() {
 
 #[test]
 fn each_kind_of_block_is_chosen_where_it_is_smallest() {
-    let mut encoder = PageDeflate::new(THOROUGH);
+    let mut encoder = Whole::new(THOROUGH);
     let mut state = 99u32;
     let noise: Vec<u8> = (0..4096)
         .map(|_| {
@@ -76,7 +80,7 @@ fn each_kind_of_block_is_chosen_where_it_is_smallest() {
         })
         .collect();
     let (n, kind) = round_trip(&mut encoder, &noise);
-    assert_eq!((n, kind), (PageDeflate::bound(4096), Kind::Stored));
+    assert_eq!((n, kind), (Whole::bound(4096), Kind::Stored));
     assert_eq!(round_trip(&mut encoder, b"a short line of text\n").1, Kind::Fixed);
     // Few letters, at random: literals that a page's own code makes short.
     let letters: Vec<u8> = noise.iter().map(|&r| b"eeeeetttaaoin s"[usize::from(r) % 15]).collect();
@@ -87,21 +91,21 @@ fn each_kind_of_block_is_chosen_where_it_is_smallest() {
 
 #[test]
 fn edge_lengths_and_the_largest_page_round_trip() {
-    let mut encoder = PageDeflate::new(THOROUGH);
-    for len in [0, 1, 2, 3, 4, 5, 7, 8, 9, 257, 258, 259, 260, 4095, 16_384, PageDeflate::MAX_INPUT] {
+    let mut encoder = Whole::new(THOROUGH);
+    for len in [0, 1, 2, 3, 4, 5, 7, 8, 9, 257, 258, 259, 260, 4095, 16_384, Whole::MAX_INPUT] {
         round_trip(&mut encoder, &kernel_like(len as u32, len));
         round_trip(&mut encoder, &vec![0xa5; len]);
     }
     // Matches of every length and the farthest distance.
-    let mut far = kernel_like(1, PageDeflate::MAX_INPUT);
-    let (head, tail) = far.split_at_mut(PageDeflate::MAX_INPUT / 2);
+    let mut far = kernel_like(1, Whole::MAX_INPUT);
+    let (head, tail) = far.split_at_mut(Whole::MAX_INPUT / 2);
     tail.copy_from_slice(head);
     round_trip(&mut encoder, &far);
 }
 
 #[test]
 fn a_destination_too_small_is_refused_not_overrun() {
-    let mut encoder = PageDeflate::new(QUICK);
+    let mut encoder = Whole::new(QUICK);
     let page = kernel_like(3, 4096);
     let (n, _) = round_trip(&mut encoder, &page);
     let mut dst = vec![0u8; n - 1];
@@ -118,13 +122,30 @@ fn skewed_pages_need_length_limited_codes() {
         page.extend(std::iter::repeat_n(symbol, a));
         (a, b) = (b, a + b);
     }
-    page.truncate(PageDeflate::MAX_INPUT);
+    page.truncate(Whole::MAX_INPUT);
     // Shuffled, so that few runs are left to match.
     let mut state = 17u64;
     for i in (1..page.len()).rev() {
         state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         page.swap(i, (state >> 33) as usize % (i + 1));
     }
-    let mut encoder = PageDeflate::new(QUICK);
+    let mut encoder = Whole::new(QUICK);
     round_trip(&mut encoder, &page);
+}
+
+/// Sized for 4 KiB pages, the encoder writes the streams of the whole
+/// window's, byte for byte.
+#[test]
+fn the_small_encoder_writes_the_whole_windows_streams() {
+    for effort in [QUICK, crate::page_effort(crate::DEFAULT_LEVEL).unwrap(), THOROUGH] {
+        let (mut whole, mut small) = (Whole::new(effort), Small::new(effort));
+        let pages = vmdump_sdk::testing::corpus().into_iter().map(|page| page.bytes.to_vec());
+        for page in pages.chain((0..100).map(|seed| kernel_like(seed, 4096))).chain([vec![7; 4096], vec![]]) {
+            let (mut a, mut b) = (vec![0u8; Whole::bound(4096)], vec![0u8; Small::bound(4096)]);
+            let (n, m) = (whole.compress(&page, &mut a), small.compress(&page, &mut b));
+            assert_eq!((n, &a[..n.unwrap()]), (m, &b[..m.unwrap()]));
+            round_trip(&mut small, &page);
+        }
+    }
+    assert_eq!(Small::MAX_INPUT, 4096);
 }
