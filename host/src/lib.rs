@@ -8,6 +8,7 @@
 pub mod classify;
 pub mod cli;
 pub mod codec;
+pub mod crypt;
 pub mod dmesg;
 pub mod dump;
 pub mod entropy;

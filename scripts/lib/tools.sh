@@ -39,7 +39,8 @@ ensure_build_deps() {
 
 ensure_test_tools() {
     ensure_build_deps
-    apt_ensure zstd:zstd makedumpfile:makedumpfile py/kdumpfile:python3-libkdumpfile groff:groff-base
+    apt_ensure zstd:zstd makedumpfile:makedumpfile py/kdumpfile:python3-libkdumpfile groff:groff-base \
+        age:age age-keygen:age ssh-keygen:openssh-client
     ensure_drgn
 }
 

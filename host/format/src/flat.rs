@@ -244,5 +244,77 @@ pub fn rearrange(
     Ok(stats)
 }
 
+/// Where a stream given to [`rearrange_prefix`] stopped short, if it did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrefixEnd {
+    /// Stream position of the first byte not used.
+    pub position: u64,
+    /// What was there: a record cut short, or no end marker.
+    pub reason: String,
+}
+
+/// The most a record of [`rearrange_prefix`] may hold (a batch's data, a
+/// bitmap chunk or the notes are far smaller).
+const MAX_RECORD: i64 = 1 << 30;
+
+/// Turns the whole records of a stream that may stop short (a dump cut by
+/// a signal, a full disk, a truncated or altered copy) into the normal
+/// file: a record is written only once all of it is read, so that no
+/// structure is left half-overwritten. Returns what was copied and, when
+/// the stream ends before its end marker, where and why.
+///
+/// Readable as a dump when cut because of the writer's order (kdump-format.md
+/// §2.1): a page's data comes before its descriptor, and a descriptor
+/// before its bit of the 2nd bitmap, so a prefix of the records never
+/// points at what it does not hold.
+///
+/// # Errors
+/// A bad stream header, an invalid record header (the stream is not cut
+/// but wrong), or a read or write failure.
+pub fn rearrange_prefix(
+    input: &mut impl Read,
+    output: &mut (impl Write + Seek),
+) -> Result<(RearrangeStats, Option<PrefixEnd>), FormatError> {
+    check_stream_header(input)?;
+    let mut position = FLAT_HEADER_SIZE as u64;
+    let mut stats = RearrangeStats::default();
+    let mut payload = Vec::new();
+    let cut = |position, reason: &str| Some(PrefixEnd { position, reason: reason.into() });
+    let end = loop {
+        let mut raw = [0u8; RECORD_HEADER_SIZE];
+        match read_full(input, &mut raw, position) {
+            Ok(true) => {}
+            Ok(false) => break cut(position, "the stream ends without the end marker"),
+            Err(FormatError::BadFlattened { .. }) => break cut(position, "the stream ends inside a record header"),
+            Err(e) => return Err(e),
+        }
+        let record = RecordHeader::decode(&raw);
+        if record.is_end() {
+            break None;
+        }
+        if record.offset < 0 || record.size <= 0 || record.size > MAX_RECORD || record.offset.checked_add(record.size).is_none() {
+            return Err(bad(position, format!("invalid record header: offset {}, size {}", record.offset, record.size)));
+        }
+        position += RECORD_HEADER_SIZE as u64;
+        payload.resize(record.size as usize, 0);
+        match read_full(input, &mut payload, position) {
+            Ok(true) => {}
+            Ok(false) | Err(FormatError::BadFlattened { .. }) => {
+                break cut(position - RECORD_HEADER_SIZE as u64, "the stream ends inside a record");
+            }
+            Err(e) => return Err(e),
+        }
+        let offset = record.offset as u64;
+        output.seek(SeekFrom::Start(offset)).map_err(|e| FormatError::io(offset, record.size as u64, e))?;
+        output.write_all(&payload).map_err(|e| FormatError::io(offset, record.size as u64, e))?;
+        position += record.size as u64;
+        stats.records += 1;
+        stats.bytes += record.size as u64;
+        stats.end = stats.end.max(offset + record.size as u64);
+    };
+    output.flush().map_err(|e| FormatError::io(stats.end, 0, e))?;
+    Ok((stats, end))
+}
+
 #[cfg(test)]
 mod tests;

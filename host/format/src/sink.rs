@@ -72,7 +72,9 @@ impl SinkError {
     }
 }
 
-fn io_error(offset: u64, len: usize, cause: io::Error, written: u64) -> SinkError {
+/// The error of a write of `len` bytes at `offset` that failed with
+/// `cause` after `written` bytes: [`SinkError::NoSpace`] for ENOSPC.
+pub fn io_error(offset: u64, len: usize, cause: io::Error, written: u64) -> SinkError {
     if cause.raw_os_error() == Some(28) {
         SinkError::NoSpace { written }
     } else {
@@ -135,6 +137,9 @@ pub struct FlattenedSink<W: Write> {
     out: Option<FlatWriter<CountingWriter<W>>>,
     /// Bytes of the whole stream, once finished.
     total: u64,
+    /// The inner writer, once finished (for a writer that must be closed
+    /// in its own way: an encrypted stream's last chunk).
+    finished: Option<W>,
 }
 
 /// Counts the bytes that pass through.
@@ -163,7 +168,13 @@ impl<W: Write> FlattenedSink<W> {
     pub fn new(out: W) -> Result<Self, SinkError> {
         let writer =
             FlatWriter::new(CountingWriter { inner: out, count: 0 }).map_err(|e| io_error(0, 0, e, 0))?;
-        Ok(Self { out: Some(writer), total: 0 })
+        Ok(Self { out: Some(writer), total: 0, finished: None })
+    }
+
+    /// The inner writer, once the stream is finished (`None` before, or
+    /// when taken already).
+    pub fn take_inner(&mut self) -> Option<W> {
+        self.finished.take()
     }
 
     fn writer(&mut self) -> &mut FlatWriter<CountingWriter<W>> {
@@ -180,7 +191,9 @@ impl<W: Write> Sink for FlattenedSink<W> {
     fn finish(&mut self) -> Result<(), SinkError> {
         let written = self.bytes_written();
         if let Some(writer) = self.out.take() {
-            self.total = writer.finish().map_err(|e| io_error(written, 0, e, written))?.count;
+            let counted = writer.finish().map_err(|e| io_error(written, 0, e, written))?;
+            self.total = counted.count;
+            self.finished = Some(counted.inner);
         }
         Ok(())
     }

@@ -18,11 +18,14 @@ use crate::profile::Profile;
 
 /// Arguments of `vmdump convert`: those of `vmdump dump`, and the other
 /// pieces of a split dump.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ConvertArgs {
     /// Another piece of a split dump given as INPUT (repeatable).
     #[arg(long = "piece", value_name = "FILE")]
     pub pieces: Vec<PathBuf>,
+    /// The private keys of an encrypted INPUT.
+    #[command(flatten)]
+    pub keys: super::decrypt::IdentityArgs,
     /// How to write OUTPUT, as for `vmdump dump`.
     #[command(flatten)]
     pub dump: DumpArgs,
@@ -33,7 +36,11 @@ pub struct ConvertArgs {
 /// # Errors
 /// The input cannot be read or decoded, or the dump fails.
 pub fn run(args: &ConvertArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
-    convert_with(args, &args.dump.profile()?, plugin_dirs)
+    let inputs = [std::slice::from_ref(&args.dump.input), &args.pieces].concat();
+    let (mut plain, _decrypted) = super::decrypt::plain_paths(&inputs, &args.keys)?;
+    let mut args = ConvertArgs { pieces: plain.split_off(1), ..args.clone() };
+    args.dump.input = plain.remove(0);
+    convert_with(&args, &args.dump.profile()?, plugin_dirs)
 }
 
 /// [`run`] with the profile already read (and the command line's overrides applied).

@@ -17,6 +17,10 @@ pub struct DmesgArgs {
     /// Another piece of a split dump given as INPUT (repeatable).
     #[arg(long = "piece", value_name = "FILE")]
     pub pieces: Vec<PathBuf>,
+    /// Encrypt the log to this public key (as `vmdump dump --encrypt-to`;
+    /// repeatable), besides the system profile's [output] recipients.
+    #[arg(long = "encrypt-to", value_name = "RECIPIENT")]
+    pub encrypt_to: Vec<String>,
     /// Where to write the log (default: stdout).
     pub output: Option<PathBuf>,
 }
@@ -39,11 +43,15 @@ pub fn kernel_log(input: &Path, pieces: &[PathBuf], plugin_dirs: &[PathBuf]) -> 
 /// # Errors
 /// As [`kernel_log`], or writing the output.
 pub fn run(args: &DmesgArgs, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
+    let mut profile = crate::profile::ProfileSource::of_process(None).load()?;
+    profile.output.recipients.extend(args.encrypt_to.iter().cloned());
+    let recipients = profile.recipients()?;
     let log = kernel_log(&args.input, &args.pieces, plugin_dirs)?;
     match &args.output {
-        Some(path) => super::dump::write_whole_file(path, &log),
+        Some(path) => super::dump::write_whole_file(path, &log, &recipients),
         None => {
             use std::io::Write;
+            let log = if recipients.is_empty() { log } else { recipients.encrypt(&log)? };
             std::io::stdout().lock().write_all(&log).context("writing the log")
         }
     }

@@ -15,6 +15,7 @@ use crate::plugin::{Registry, SearchPath};
 use crate::profile::{OutputFormat, Profile, ProfileSource};
 use crate::progress::{ProgressOptions, ProgressStyle};
 use crate::read::Modules;
+use crate::crypt::{EncryptedSink, Recipients};
 use vmdump_format::sink::{FileSink, FlattenedSink, Sink};
 
 /// Options of `vmdump dump`; each overrides the profile.
@@ -88,6 +89,12 @@ pub struct DumpArgs {
     /// The pieces' names (makedumpfile mode names them; else OUTPUT.1 to OUTPUT.N).
     #[arg(skip)]
     pub split_outputs: Vec<PathBuf>,
+    /// Encrypt the dump (and every file written with it) to this public
+    /// key: an age X25519 recipient (age1...) or an OpenSSH ssh-ed25519 or
+    /// ssh-rsa public key; repeatable, added to the profile's [output]
+    /// recipients. Any one of the private keys decrypts it (`vmdump decrypt`).
+    #[arg(long = "encrypt-to", value_name = "RECIPIENT")]
+    pub encrypt_to: Vec<String>,
     /// The vmcore (ELF), e.g. /proc/vmcore.
     pub input: PathBuf,
     /// The dump file, or - for the flattened format on stdout.
@@ -122,6 +129,7 @@ impl DumpArgs {
         if self.flattened || self.output == Path::new("-") {
             profile.dump.format = OutputFormat::Flattened;
         }
+        profile.output.recipients.extend(self.encrypt_to.iter().cloned());
         profile.validate().map_err(|e| anyhow::anyhow!("command line: {e}"))?;
         Ok(profile)
     }
@@ -135,15 +143,22 @@ pub(super) fn create_output(path: &Path, force: bool) -> anyhow::Result<File> {
     Ok(vmdump_format::output::create(path, force)?)
 }
 
-/// Writes a small file whole (a kernel log, the kernel's BTF), mode 0600
-/// as the dump it comes from (it holds secrets too), replacing the file if
-/// it exists (as `-f` would: a symbolic link only to a regular file of this
-/// user).
+/// Writes a small file whole (a kernel log, the kernel's BTF, a triage),
+/// mode 0600 as the dump it comes from (it holds secrets too), encrypted
+/// to `recipients` when there are any, replacing the file if it exists (as
+/// `-f` would: a symbolic link only to a regular file of this user).
 ///
 /// # Errors
 /// The file cannot be created or written.
-pub(super) fn write_whole_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub(super) fn write_whole_file(path: &Path, bytes: &[u8], recipients: &Recipients) -> anyhow::Result<()> {
     use std::io::Write;
+    let encrypted;
+    let bytes = if recipients.is_empty() {
+        bytes
+    } else {
+        encrypted = recipients.encrypt(bytes)?;
+        &encrypted
+    };
     create_output(path, true)?.write_all(bytes).with_context(|| format!("writing {}", path.display()))
 }
 
@@ -166,23 +181,53 @@ pub(super) fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
 /// the capture kernel memory.
 const FLATTENED_BUFFER: usize = 16 << 10;
 
+/// Where the dump of one file goes: a plain file written at offsets, a
+/// flattened stream into the file or stdout, or, with recipients, the
+/// encryption of that stream (crate::crypt).
+///
+/// # Errors
+/// A bad recipient, or the write error of the streams' headers.
+pub(super) fn sink_for(
+    out: Option<File>,
+    profile: &Profile,
+    limit: Option<u64>,
+    sync: bool,
+) -> anyhow::Result<Box<dyn Sink>> {
+    let recipients = profile.recipients()?;
+    let flat = |e| anyhow::Error::new(e).context("writing the flattened stream's header");
+    Ok(match (out, recipients.is_empty(), profile.dump.format) {
+        (Some(file), true, OutputFormat::Kdump) => Box::new(FileSink::new(file, limit).sync_on_finish(sync)),
+        (Some(file), true, OutputFormat::Flattened) => {
+            Box::new(FlattenedSink::new(BufWriter::with_capacity(FLATTENED_BUFFER, file)).map_err(flat)?)
+        }
+        (Some(file), false, _) => Box::new(EncryptedSink::new(&recipients, file, limit)?),
+        (None, true, _) => Box::new(
+            FlattenedSink::new(BufWriter::with_capacity(FLATTENED_BUFFER, std::io::stdout().lock()))
+                .map_err(flat)?,
+        ),
+        (None, false, _) => Box::new(EncryptedSink::new(&recipients, std::io::stdout().lock(), limit)?),
+    })
+}
+
 /// Writes the dump of `plan` to the output file or stdout.
 fn write_dump(args: &DumpArgs, profile: &Profile, plan: &Plan<'_>) -> anyhow::Result<DumpReport> {
-    if args.output == Path::new("-") {
-        let mut sink =
-            FlattenedSink::new(BufWriter::with_capacity(FLATTENED_BUFFER, std::io::stdout().lock()))?;
-        return Ok(dump(plan, &mut sink)?);
-    }
-    let file = create_output(&args.output, args.force)?;
-    let mut sink: Box<dyn Sink> = match profile.dump.format {
-        OutputFormat::Kdump => Box::new(FileSink::new(file, args.limit).sync_on_finish(args.sync)),
-        OutputFormat::Flattened => {
-            Box::new(FlattenedSink::new(BufWriter::with_capacity(FLATTENED_BUFFER, file))?)
-        }
-    };
+    let to_stdout = args.output == Path::new("-");
+    let file = if to_stdout { None } else { Some(create_output(&args.output, args.force)?) };
+    let encrypted = !profile.output.recipients.is_empty();
+    let mut sink = sink_for(file, profile, args.limit, args.sync)?;
     dump(plan, sink.as_mut()).map_err(|e| {
+        let full = matches!(&e, crate::dump::DumpError::Write(w) if w.is_out_of_space());
+        if encrypted && full && !to_stdout {
+            // The age chunks on disk decrypt to the dump up to the last
+            // descriptors written: an incomplete dump, kept.
+            return anyhow::Error::new(e).context(format!(
+                "dump to {} stopped: the encrypted file is kept; `vmdump decrypt` gives the dump it \
+                 holds, flagged incomplete",
+                args.output.display()
+            ));
+        }
         // A half-written file is not a dump: never leave one that looks whole.
-        let removed = std::fs::remove_file(&args.output).is_ok();
+        let removed = !to_stdout && std::fs::remove_file(&args.output).is_ok();
         let note = if removed { " (the partial output was removed)" } else { "" };
         let hint = match &e {
             crate::dump::DumpError::Exclude(crate::exclude::ExcludeError::Classify(
@@ -318,8 +363,11 @@ pub fn run_with(
         allow_lower: args.allow_lower_level,
         format: if args.elf { Format::Elf } else { Format::Kdump },
         progress: progress.clone(),
-        // Only a plain file can be flagged incomplete (§2.1: never a stream).
-        close_incomplete: args.output != Path::new("-") && profile.dump.format == OutputFormat::Kdump,
+        // Only a plain file can be flagged incomplete (§2.1: never a stream),
+        // and an encrypted stream, whose reader (`vmdump decrypt`) rearranges
+        // what it holds into a dump flagged so.
+        close_incomplete: (args.output != Path::new("-") && profile.dump.format == OutputFormat::Kdump)
+            || !profile.output.recipients.is_empty(),
         extra: None,
     };
     let interrupt =
@@ -327,7 +375,7 @@ pub fn run_with(
     let plan = Plan::build(&asked, input.as_ref(), kernel.as_ref())?.with_interrupt(interrupt);
     plan.notes().iter().for_each(|note| eprintln!("vmdump: warning: {note}"));
     let report = match super::split::outputs(args, profile)? {
-        Some(outputs) => super::split::write_pieces(args, &plan, &outputs)?,
+        Some(outputs) => super::split::write_pieces(args, profile, &plan, &outputs)?,
         None => write_dump(args, profile, &plan)?,
     };
     print_outcome(args, &report)?;

@@ -16,6 +16,9 @@ pub struct InfoArgs {
     /// A kdump-compressed file (plain or flattened), or every piece of a split dump.
     #[arg(required = true, num_args = 1.., value_name = "DUMP")]
     pub dump: Vec<PathBuf>,
+    /// The private keys of an encrypted dump.
+    #[command(flatten)]
+    pub keys: super::decrypt::IdentityArgs,
 }
 
 /// Descriptors pointing at the shared zero page, read in 64 KiB chunks.
@@ -65,7 +68,10 @@ fn count_ram(r: &KdumpReader<File>) -> anyhow::Result<u64> {
 /// # Errors
 /// The dump is invalid, or writing fails.
 pub fn run(args: &InfoArgs, out: &mut impl Write) -> anyhow::Result<()> {
-    let r = crate::read::open_dump_set(&args.dump)?;
+    let r = {
+        let (paths, _decrypted) = super::decrypt::plain_paths(&args.dump, &args.keys)?;
+        crate::read::open_dump_set(&paths)?
+    };
     let name = args.dump.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
     let (h, sub) = (r.header(), r.sub_header());
     let text = |i| String::from_utf8_lossy(h.utsname.get(i)).into_owned();

@@ -5,6 +5,7 @@
 
 pub mod compat;
 mod convert;
+mod decrypt;
 mod dmesg;
 mod dump;
 mod estimate;
@@ -58,6 +59,9 @@ pub enum Command {
     /// each dump level (exact), and the file's size for the profile's codec
     /// (from a compressed sample of the kept pages).
     Estimate(estimate::EstimateArgs),
+    /// Decrypt an encrypted dump (`dump --encrypt-to`) into the kdump file
+    /// it holds, with a private key (as `age -d -i KEY IN | makedumpfile -R OUT`).
+    Decrypt(decrypt::DecryptArgs),
     /// Join the pieces of a split dump (`dump --split`, makedumpfile --split) into one file.
     Reassemble(reassemble::ReassembleArgs),
     /// Write the kernel log of an ELF vmcore or a dump (as makedumpfile --dump-dmesg).
@@ -110,6 +114,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
             estimate::run(&args, &cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success)
         }
         Command::Reassemble(args) => reassemble::run(&args),
+        Command::Decrypt(args) => decrypt::run(&args),
         Command::Convert(args) => convert::run(&args, &cli.plugin_dirs),
         Command::Info(args) => info::run(&args, &mut std::io::stdout().lock()).map(|()| Outcome::Success),
         Command::Verify(args) => {

@@ -5,11 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 
-use super::dump::{DumpArgs, create_output};
+use super::dump::{DumpArgs, create_output, sink_for};
 use crate::dump::{DumpReport, dump_piece, split_pieces};
 use crate::plan::Plan;
 use crate::profile::{OutputFormat, Profile};
-use vmdump_format::sink::FileSink;
 
 /// vmdump's own split block: fine enough that small machines split too.
 const SPLITBLOCK_BYTES: u64 = 64 << 20;
@@ -41,7 +40,12 @@ pub fn outputs(args: &DumpArgs, profile: &Profile) -> anyhow::Result<Option<Vec<
 ///
 /// # Errors
 /// The first piece that failed, with its file.
-pub fn write_pieces(args: &DumpArgs, plan: &Plan<'_>, outputs: &[PathBuf]) -> anyhow::Result<DumpReport> {
+pub fn write_pieces(
+    args: &DumpArgs,
+    profile: &Profile,
+    plan: &Plan<'_>,
+    outputs: &[PathBuf],
+) -> anyhow::Result<DumpReport> {
     let block = args.splitblock_size.unwrap_or(SPLITBLOCK_BYTES);
     let ranges = split_pieces(plan, outputs.len(), block)?;
     let mut files = Vec::with_capacity(outputs.len());
@@ -63,8 +67,9 @@ pub fn write_pieces(args: &DumpArgs, plan: &Plan<'_>, outputs: &[PathBuf]) -> an
             .zip(outputs)
             .map(|((file, piece), path)| {
                 scope.spawn(move || {
-                    let mut sink = FileSink::new(file, args.limit).sync_on_finish(args.sync);
-                    dump_piece(plan, piece, threads, &mut sink)
+                    // Each piece its own stream when encrypted: each decrypts alone.
+                    let mut sink = sink_for(Some(file), profile, args.limit, args.sync)?;
+                    dump_piece(plan, piece, threads, sink.as_mut())
                         .with_context(|| format!("dump to {} failed", path.display()))
                 })
             })

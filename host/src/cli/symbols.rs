@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
+use crate::crypt::Recipients;
 use crate::kernel::{KernelView, MapError};
 use crate::plugin::SearchPath;
 use crate::read::Modules;
@@ -98,10 +99,10 @@ fn list_all(kernel: &KernelView<'_>, out: &mut dyn Write) -> anyhow::Result<()> 
 fn write_btf(kernel: &KernelView<'_>, dir: &Path) -> anyhow::Result<()> {
     let types = kernel.types().map_err(map_error)?;
     super::dump::create_private_dir(dir)?;
-    super::dump::write_whole_file(&dir.join("vmlinux"), types.vmlinux().bytes())?;
+    super::dump::write_whole_file(&dir.join("vmlinux"), types.vmlinux().bytes(), &Recipients::none())?;
     for module in kernel.modules().map_err(map_error)?.iter().filter(|m| m.btf_range().is_some()) {
         let btf = types.read_module(kernel.memory(), module).map_err(|e| anyhow::anyhow!("{e}"))?;
-        super::dump::write_whole_file(&dir.join(&module.name), btf.bytes())?;
+        super::dump::write_whole_file(&dir.join(&module.name), btf.bytes(), &Recipients::none())?;
     }
     Ok(())
 }

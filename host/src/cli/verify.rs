@@ -18,6 +18,9 @@ pub struct VerifyArgs {
     /// A kdump-compressed file (plain or flattened), or every piece of a split dump.
     #[arg(required = true, num_args = 1.., value_name = "DUMP")]
     pub dump: Vec<PathBuf>,
+    /// The private keys of an encrypted dump.
+    #[command(flatten)]
+    pub keys: super::decrypt::IdentityArgs,
     /// The ELF vmcore it was made from: every page is compared with it.
     #[arg(long, value_name = "VMCORE")]
     pub against: Option<PathBuf>,
@@ -50,7 +53,10 @@ fn summary(s: &VerifyStats, p: &Problems, against: bool) -> String {
 /// The dump or the source cannot be opened, or the dump has problems
 /// (the message names the first).
 pub fn run(args: &VerifyArgs, plugin_dirs: &[PathBuf], out: &mut impl Write) -> anyhow::Result<()> {
-    let reader = crate::read::open_dump_set(&args.dump)?;
+    let reader = {
+        let (paths, _decrypted) = super::decrypt::plain_paths(&args.dump, &args.keys)?;
+        crate::read::open_dump_set(&paths)?
+    };
     let name = args.dump.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
     let source = match &args.against {
         Some(path) => {

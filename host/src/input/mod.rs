@@ -78,6 +78,7 @@ pub trait Input: PhysRead + Sync {
 /// The file cannot be opened or is neither, with its name and the reason.
 pub fn open<'m>(paths: &[PathBuf], modules: &'m Modules) -> anyhow::Result<Box<dyn Input + 'm>> {
     let [first, rest @ ..] = paths else { anyhow::bail!("no input file given") };
+    paths.iter().try_for_each(|path| crate::crypt::refuse_encrypted(path))?;
     if rest.is_empty() && is_elf(first)? {
         return Ok(Box::new(Vmcore::open(first)?));
     }

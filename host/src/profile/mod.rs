@@ -41,6 +41,19 @@ pub struct Profile {
     /// `[triage]`: the triage report in the capture kernel.
     #[serde(default)]
     pub triage: TriageSection,
+    /// `[output]`: who can read what is written.
+    #[serde(default)]
+    pub output: OutputSection,
+}
+
+/// `[output]`: the public keys every file a dump writes is encrypted to
+/// (docs/encryption.md); none = written in the clear.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputSection {
+    /// age X25519 recipients (`age1...`) and OpenSSH public keys
+    /// (`ssh-ed25519 ...`, `ssh-rsa ...`), as `--encrypt-to` takes them.
+    pub recipients: Vec<String>,
 }
 
 /// `[triage]`: in makedumpfile mode, the triage report (`vmdump triage
@@ -276,7 +289,15 @@ impl Profile {
         if self.compress.plugin.is_empty() {
             return Err("compress.plugin is empty (use \"none\" for raw pages)".into());
         }
-        Ok(())
+        self.recipients().map(drop).map_err(|e| format!("output.recipients: {e}"))
+    }
+
+    /// The public keys of `[output] recipients`, parsed.
+    ///
+    /// # Errors
+    /// A recipient that is no key vmdump can encrypt to.
+    pub fn recipients(&self) -> Result<crate::crypt::Recipients, crate::crypt::CryptError> {
+        crate::crypt::Recipients::parse(&self.output.recipients)
     }
 
     /// The plugin parameters as text pairs.

@@ -27,6 +27,7 @@ use vmdump_format::kdump::reader::KdumpReader;
 /// # Errors
 /// The file cannot be read, or is not a valid dump, with its name.
 pub fn open_dump(path: &Path) -> anyhow::Result<KdumpReader<File>> {
+    crate::crypt::refuse_encrypted(path)?;
     let mut file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
     let mut signature = [0u8; 12];
     let flattened = file.read(&mut signature)? == 12 && signature == *b"makedumpfile";

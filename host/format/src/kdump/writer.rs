@@ -332,9 +332,9 @@ impl<'s> KdumpWriter<'s> {
             }
             other => other?,
         }
-        if let Some(dumpable) = self.dumpable.as_mut() {
-            dumpable.finish(self.sink)?;
-        }
+        // The 2nd bitmap needs nothing more: each flush of descriptors wrote
+        // their bits through, and its other bytes are the first pass's zeros
+        // (a stream cut at a size limit has room for no more than this).
         match self.write_eraseinfo() {
             Err(e) if e.is_out_of_space() => {}
             other => other?,

@@ -333,7 +333,7 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
         }
         Request::Dmesg(input, log, message_level) => {
             let text = super::dmesg::kernel_log(&input, &[], plugin_dirs)?;
-            super::dump::write_whole_file(&log, &text)?;
+            super::dump::write_whole_file(&log, &text, &profile.recipients()?)?;
             if message_level & 2 != 0 {
                 // makedumpfile's common messages, on stdout.
                 println!("\nThe dmesg log is saved to {}.\n\nmakedumpfile Completed.", log.display());
@@ -378,12 +378,12 @@ fn dump_at_levels(
     plugin_dirs: &[PathBuf],
 ) -> anyhow::Result<Outcome> {
     let convert = |dump: &DumpArgs| {
-        let args = super::convert::ConvertArgs { pieces: Vec::new(), dump: dump.clone() };
+        let args = super::convert::ConvertArgs { pieces: Vec::new(), keys: Default::default(), dump: dump.clone() };
         super::convert::convert_with(&args, &dump.apply_to(base.clone())?, plugin_dirs)
     };
     let retry = dump.output != Path::new("-");
     if base.triage.beside_dump {
-        write_triage(&dump, plugin_dirs);
+        write_triage(&dump, base, plugin_dirs);
     }
     for (i, level) in levels.iter().enumerate() {
         dump.dump_level = Some(*level);
@@ -401,7 +401,7 @@ fn dump_at_levels(
 /// dump: a few kilobytes that reach the fleet first. A triage that cannot
 /// be written is a warning, never a lost dump; a dump to stdout (`-F`) has
 /// no file to put it beside.
-fn write_triage(dump: &DumpArgs, plugin_dirs: &[PathBuf]) {
+fn write_triage(dump: &DumpArgs, profile: &Profile, plugin_dirs: &[PathBuf]) {
     if dump.output == Path::new("-") {
         eprintln!(
             "vmdump: warning: [triage] beside_dump: the dump goes to stdout, so no triage file is written"
@@ -412,7 +412,10 @@ fn write_triage(dump: &DumpArgs, plugin_dirs: &[PathBuf]) {
     path.push(".triage.json");
     let written = super::triage::triage_of(&dump.input, &[], plugin_dirs)
         .and_then(|t| Ok(serde_json::to_string_pretty(&t)? + "\n"))
-        .and_then(|json| super::dump::write_whole_file(Path::new(&path), json.as_bytes()));
+        .and_then(|json| {
+            let recipients = profile.recipients()?;
+            super::dump::write_whole_file(Path::new(&path), json.as_bytes(), &recipients)
+        });
     if let Err(e) = written {
         eprintln!("vmdump: warning: the triage beside the dump was not written: {e:#}");
     }
