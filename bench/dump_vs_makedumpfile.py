@@ -20,6 +20,9 @@ the dump's (its fastest run against the codec's fastest round).
 --refilter compares only refiltering: a -d 0 and a -d 1 dump of each vmcore
 (made by makedumpfile) refiltered to -d 31 by `vmdump convert`, by vmdump
 under makedumpfile's command line, and by makedumpfile.
+--encryption compares vmdump's dumps encrypted to an age key (the
+recipient in the profile, as in a capture kernel) with the same dumps
+unencrypted: -c -d 31 and -l -d 1, as a plain file and as -F.
 --pin CPU runs every command under `taskset -c CPU` (per-core figures).
 """
 import glob
@@ -83,6 +86,7 @@ def main():
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--formats", action="store_true")
     p.add_argument("--refilter", action="store_true")
+    p.add_argument("--encryption", action="store_true")
     p.add_argument("--pin")
     p.add_argument("--limit", help="the codec-limit benchmark binary: adds the codec-alone rows")
     p.add_argument("vmdump")
@@ -99,6 +103,8 @@ def main():
                 formats(args, vmcore, tmp)
             elif args.refilter:
                 refilter(args, vmcore, tmp)
+            elif args.encryption:
+                encryption(args, vmcore, tmp)
             else:
                 dumps(args, vmcore, tmp)
 
@@ -205,6 +211,33 @@ def refilter(args, vmcore, tmp):
         compare(f"{name} -d{level} dump refiltered to -d31",
                 ("vmdump makedumpfile -l", lambda o: [v, "makedumpfile", "-l", "-d", "31", dump, o]),
                 mdf, args.runs, tmp)
+
+
+def encryption(args, vmcore, tmp):
+    """vmdump as makedumpfile, -c -d 31 and -l -d 1, with a recipient in
+    the profile against the same profile without: into a file, and -F."""
+    name, v = os.path.basename(vmcore), args.vmdump
+    key = os.path.join(tmp, "age.key")
+    if not os.path.exists(key):
+        subprocess.run(["age-keygen", "-o", key], check=True, capture_output=True)
+    public = next(l.split(": ")[1] for l in open(key) if l.startswith("# public key: "))
+    profiles = {}
+    for label, text in (("plain", ""), ("encrypted", f'[output]\nrecipients = ["{public}"]\n')):
+        profiles[label] = os.path.join(tmp, f"{label}.toml")
+        with open(profiles[label], "w") as f:
+            f.write(text)
+    def vm(profile, *opts):
+        env = ["env", f"VMDUMP_PROFILE={profiles[profile]}"]
+        return lambda out: env + [v, "makedumpfile", *opts, vmcore, out]
+    def vm_flat(profile, *opts):
+        env = f"VMDUMP_PROFILE={profiles[profile]}"
+        return lambda out: ["sh", "-c", f'env {env} "$0" makedumpfile -F {" ".join(opts)} "$1" > "$2"', v, vmcore, out]
+    for opts in (("-c", "-d", "31"), ("-l", "-d", "1")):
+        flags = " ".join(opts)
+        compare(f"{name} {flags} into a file", ("encrypted", vm("encrypted", *opts)),
+                ("plain file", vm("plain", *opts)), args.runs, tmp)
+        compare(f"{name} {flags} -F", ("encrypted -F", vm_flat("encrypted", *opts)),
+                ("plain -F", vm_flat("plain", *opts)), args.runs, tmp)
 
 
 if __name__ == "__main__":

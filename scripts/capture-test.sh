@@ -134,6 +134,20 @@ make_cpio() {
     (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -1)
 }
 
+# The keys of the encrypted dumps: their private halves in $work/keys (the
+# host decrypts), the public ones as the profile section capture.sh adds to
+# /etc/vmdump/vmdump.toml in the capture kernel (written to $1).
+make_keys() {
+    local keys=$work/keys
+    mkdir -p "$keys"
+    age-keygen -o "$keys/age.key" 2> /dev/null
+    ssh-keygen -q -t ed25519 -N '' -C capture-test -f "$keys/id_ed25519"
+    local age ssh
+    age=$(sed -n 's/^# public key: //p' "$keys/age.key")
+    ssh=$(cat "$keys/id_ed25519.pub")
+    printf '\n[output]\nrecipients = ["%s", "%s"]\n' "$age" "$ssh" > "$1"
+}
+
 # The guest's initramfs. The capture kernel boots from the same tree; the
 # first kernel's copy also holds the kernel and the capture initramfs, for
 # kexec_file_load.
@@ -151,6 +165,7 @@ build_initramfs() {
         gcc -O2 -Wall -Werror -static -o "$tree/usr/bin/$helper" "tests/capture/$helper.c"
     done
     install -m 0755 tests/capture/init "$tree/init"
+    make_keys "$tree/capture/recipients.toml"
     install -m 0644 tests/capture/workload.sh tests/capture/live.sh tests/capture/capture.sh "$tree/capture/"
     copy_libraries "$tree" "$tree/usr/sbin/vmdump" "$tree"/usr/lib/vmdump/plugins/*.so \
         "$real_makedumpfile" /bin/busybox
@@ -267,7 +282,8 @@ judge() {
     # Its verdict is kept, so that the timings are printed either way.
     /usr/bin/python3 tests/py/capture_judge.py --vmdump target/release/vmdump \
         --drgn-python "${VMDUMP_DRGN_VENV:-$PWD/target/venv-drgn}/bin/python" \
-        --judge "$kind" --serial "$work/serial.log" ${summary:+--summary "$summary"} "$out" || verdict=1
+        --judge "$kind" --serial "$work/serial.log" --keys "$work/keys" ${summary:+--summary "$summary"} "$out" ||
+        verdict=1
 }
 
 cleanup() {

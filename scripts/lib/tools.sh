@@ -133,6 +133,7 @@ prepare_fixtures() {
 # and the judges (makedumpfile, libkdumpfile, drgn).
 ensure_capture_tools() {
     apt_ensure qemu-system-x86_64:qemu-system-x86 busybox:busybox-static cpio:cpio xz:xz-utils zstd:zstd \
-        debugfs:e2fsprogs modprobe:kmod cc:gcc makedumpfile:makedumpfile py/kdumpfile:python3-libkdumpfile
+        debugfs:e2fsprogs modprobe:kmod cc:gcc makedumpfile:makedumpfile py/kdumpfile:python3-libkdumpfile \
+        age-keygen:age ssh-keygen:openssh-client
     ensure_drgn
 }

@@ -3,6 +3,7 @@
 # commands of kdump-tools (Debian) and kdump-utils (Fedora, RHEL), once with
 # vmdump under the name makedumpfile and once with Debian's makedumpfile,
 # each timed by runstat, and vmdump's at -d 1 too; vmdump's own default;
+# the same command lines encrypted to the recipients of the system profile;
 # then /proc/vmcore itself is saved, so that the host can judge every page
 # of every dump against it.
 # Results go to /out on the output disk (/dev/vdb, ext4).
@@ -62,6 +63,15 @@ run vmdump.keep-tasks "$out/vmdump.keep-tasks.stdout" \
     vmdump dump --profile /tmp/keep-tasks.toml -d 31 $v "$out/vmdump.keep-tasks"
 run vmdump.drop-tasks "$out/vmdump.drop-tasks.stdout" \
     vmdump dump --profile /tmp/drop-tasks.toml -d 1 $v "$out/vmdump.drop-tasks"
+
+# Confidential dumps: the same distribution command lines once the system
+# profile names recipients (an age X25519 key and an ssh-ed25519 key; the
+# host holds their private keys, the capture kernel only the public ones).
+cat /capture/recipients.toml >> /etc/vmdump/vmdump.toml
+run vmdump.encrypted-kdump-tools "$out/vmdump.encrypted-kdump-tools.age" $mdf -F -c -d 31 $v
+run vmdump.encrypted-kdump-utils "$out/vmdump.encrypted-kdump-utils.stdout" \
+    $mdf -l --message-level 7 -d 31 $v "$out/vmdump.encrypted-kdump-utils"
+run vmdump.encrypted-dmesg "$out/vmdump.encrypted-dmesg.stdout" $mdf --dump-dmesg $v "$out/vmdump.encrypted-dmesg"
 
 # The modes as the capture kernel's file system has them (umask 022).
 stat -c '%a %s %n' "$out"/* > "$out/modes.txt"

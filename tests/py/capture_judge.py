@@ -3,7 +3,7 @@
 kernel, and prints a summary table of the runs.
 
 usage: capture_judge.py --vmdump BIN --drgn-python PYTHON --judge debian|upstream|none
-                        --serial LOG [--summary FILE] OUT
+                        --serial LOG --keys DIR [--summary FILE] OUT
 
 OUT is the output disk's /out: for each run NAME (vmdump.X and
 makedumpfile.X for X in check-params, kdump-tools, kdump-utils, dmesg;
@@ -14,7 +14,10 @@ files as NAME.flat and, after makedumpfile -R, NAME); modes.txt (stat -c
 the judge is none, the judge's own runs on the host: judge.version,
 judge.d31, judge.d1 (-l) and judge.dmesg; first-kernel/ (kallsyms, btf/
 and modules: /proc/kallsyms, /sys/kernel/btf/ and /proc/modules as the
-crashed kernel showed them before the crash). LOG is the serial console.
+crashed kernel showed them before the crash); the encrypted runs
+vmdump.encrypted-X (X the kdump-tools, kdump-utils and dmesg lines, with
+recipients in the system profile), whose private keys are in DIR (age.key,
+id_ed25519). LOG is the serial console.
 
 The judge: debian is Debian's makedumpfile, run in the guest beside vmdump
 too (its dumps and exit status are then checks); upstream is another
@@ -351,6 +354,53 @@ def judge_dmesg(j, args, out, serial):
     return equal
 
 
+# The encrypted runs (capture.sh, recipients in /etc/vmdump/vmdump.toml),
+# each with its unencrypted twin and the private key that decrypts it.
+ENCRYPTED = [("vmdump.encrypted-kdump-tools", ".age", "vmdump.kdump-tools", "age.key"),
+             ("vmdump.encrypted-kdump-utils", "", "vmdump.kdump-utils", "id_ed25519"),
+             ("vmdump.encrypted-dmesg", "", "vmdump.dmesg", "age.key")]
+
+
+def judge_encrypted(j, args, out, vmcore):
+    """The distribution command lines with recipients in the system
+    profile: each run exited 0 and wrote an age file (0600 where vmdump
+    created it) holding no VMCOREINFO text nor any page of its unencrypted
+    twin's; `vmdump decrypt` and `age -d | makedumpfile -R` give the same
+    file, byte-identical to the twin, its every page equal to the vmcore."""
+    modes = {Path(p).name: m for m, _size, p in
+             (line.split(None, 2) for line in (out / "modes.txt").read_text().splitlines())}
+    for name, suffix, twin, key in ENCRYPTED:
+        stat = read_stat(out / f"{name}.stat")
+        j.check(stat.get("exit") == 0, f"{name} ran in the capture kernel and exited 0",
+                f"exit {stat.get('exit')}; stderr: {tail(out / f'{name}.stderr')}")
+        encrypted, key = out / f"{name}{suffix}", args.keys / key
+        data = encrypted.read_bytes()
+        clear = (out / twin).read_bytes()
+        samples = {clear[i:i + 64] for i in range(len(clear) // 2, len(clear) - 64, max(1, len(clear) // 200))}
+        leaked = b"OSRELEASE=" in data or b"Linux version" in data or any(x in data for x in samples if len(set(x)) > 16)
+        j.check(data.startswith(b"age-encryption.org/v1\n") and not leaked,
+                f"{name}: an age file with no plaintext of the dump", f"{len(data)} bytes, leaked {leaked}")
+        if not suffix:
+            j.check(modes.get(encrypted.name) == "600", f"{name} is mode 0600 in the guest",
+                    f"mode {modes.get(encrypted.name)}")
+        ours, theirs = out / f"{name}.decrypted", out / f"{name}.age-R"
+        p = subprocess.run([args.vmdump, "decrypt", "-f", "-i", key, encrypted, ours], capture_output=True, text=True)
+        j.check(p.returncode == 0, f"{name}: vmdump decrypt -i {key.name}", (p.stdout + p.stderr).strip())
+        if twin == "vmdump.dmesg":
+            j.check(ours.read_bytes() == clear, f"{name}: decrypted, the kernel log equals vmdump.dmesg")
+            continue
+        theirs.unlink(missing_ok=True)  # makedumpfile -R refuses an existing file
+        age = subprocess.Popen(["age", "-d", "-i", key, encrypted], stdout=subprocess.PIPE)
+        rc = subprocess.run([shutil.which("makedumpfile") or "makedumpfile", "-R", theirs], stdin=age.stdout,
+                            capture_output=True).returncode
+        age.stdout.close()
+        rc |= age.wait()
+        j.check(rc == 0 and ours.read_bytes() == theirs.read_bytes(),
+                f"{name}: vmdump decrypt and age -d | makedumpfile -R give the same file")
+        j.check(ours.read_bytes() == clear, f"{name}: decrypted, byte-identical to {twin} (unencrypted)")
+        read_back(j, args, ours, vmcore)
+
+
 def judge_kernel_map(j, args, out):
     """The kernel's map that vmdump reads from the dump, against what the
     crashed kernel showed of itself before the crash (first-kernel/): its
@@ -628,6 +678,7 @@ def main():
     ap.add_argument("--judge", choices=["debian", "upstream", "none"], required=True)
     ap.add_argument("--serial", type=Path, required=True)
     ap.add_argument("--summary", type=Path)
+    ap.add_argument("--keys", type=Path, required=True, help="the private keys of the encrypted dumps")
     ap.add_argument("out", type=Path)
     args = ap.parse_args()
     out, j = args.out, Judge()
@@ -648,6 +699,7 @@ def main():
     j.guard("estimate", judge_estimate, j, args, out)
     j.guard("--mem-usage of the vmcore", judge_mem_usage_vmcore, j, args, out)
     j.guard("live", judge_live, j, args, out)
+    j.guard("encrypted dumps", judge_encrypted, j, args, out, out / "vmcore")
     summary(out, read)
     if args.summary:
         args.summary.write_text(json.dumps(figures(args, out, release, read, dmesg_equal, j.failed)) + "\n")

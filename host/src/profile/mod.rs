@@ -353,6 +353,19 @@ mod tests {
     }
 
     #[test]
+    fn the_readmes_recipients_parse_and_a_bad_one_names_the_key() {
+        let readme = std::fs::read_to_string(config_dir().join("README.md")).unwrap();
+        let at = readme.find("```toml\n[output]").expect("the [output] example");
+        let example = &readme[at + 8..][..readme[at + 8..].find("```").unwrap()];
+        let profile = Profile::parse(example, Path::new("README.md")).unwrap();
+        assert_eq!(profile.output.recipients.len(), 2);
+        assert!(!profile.recipients().unwrap().is_empty());
+        let bad = "[output]\nrecipients = [\"age1nope\"]\n";
+        let err = Profile::parse(bad, Path::new("p.toml")).unwrap_err().to_string();
+        assert!(err.contains("output.recipients") && err.contains("age1nope"), "{err}");
+    }
+
+    #[test]
     fn unknown_keys_and_bad_ranges_name_the_key() {
         let err = Profile::parse("[dump]\nlevle = 3\n", Path::new("p.toml")).unwrap_err().to_string();
         assert!(err.contains("levle") && err.contains("p.toml"), "{err}");
