@@ -61,8 +61,11 @@ fn linker_script(names: &str) -> String {
     let mut script = String::from("SECTIONS {\n  .text.vmdump_first : {\n");
     let symbol = |name: &&str| name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.$*".contains(&b));
     for name in names.lines().rev().filter(|name| !name.is_empty()).filter(symbol) {
-        writeln!(script, "    *(.text.{name} .text.{name}.llvm.* .text.unlikely.{name} .text.unlikely.{name}.llvm.*)")
-            .unwrap();
+        writeln!(
+            script,
+            "    *(.text.{name} .text.{name}.llvm.* .text.unlikely.{name} .text.unlikely.{name}.llvm.*)"
+        )
+        .unwrap();
     }
     script.push_str("    *crt1.o(.text) *crti.o(.text) *crtbegin.o(.text) *crtend.o(.text) *crtn.o(.text)\n");
     script.push_str("  }\n} INSERT AFTER .text;\n");

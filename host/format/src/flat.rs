@@ -285,15 +285,24 @@ pub fn rearrange_prefix(
         match read_full(input, &mut raw, position) {
             Ok(true) => {}
             Ok(false) => break cut(position, "the stream ends without the end marker"),
-            Err(FormatError::BadFlattened { .. }) => break cut(position, "the stream ends inside a record header"),
+            Err(FormatError::BadFlattened { .. }) => {
+                break cut(position, "the stream ends inside a record header");
+            }
             Err(e) => return Err(e),
         }
         let record = RecordHeader::decode(&raw);
         if record.is_end() {
             break None;
         }
-        if record.offset < 0 || record.size <= 0 || record.size > MAX_RECORD || record.offset.checked_add(record.size).is_none() {
-            return Err(bad(position, format!("invalid record header: offset {}, size {}", record.offset, record.size)));
+        if record.offset < 0
+            || record.size <= 0
+            || record.size > MAX_RECORD
+            || record.offset.checked_add(record.size).is_none()
+        {
+            return Err(bad(
+                position,
+                format!("invalid record header: offset {}, size {}", record.offset, record.size),
+            ));
         }
         position += RECORD_HEADER_SIZE as u64;
         payload.resize(record.size as usize, 0);

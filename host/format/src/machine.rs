@@ -14,6 +14,8 @@ use crate::vmcoreinfo::VmcoreInfo;
 pub const EM_X86_64: u16 = 62;
 /// `e_machine` of arm64 (AArch64).
 pub const EM_AARCH64: u16 = 183;
+/// `e_machine` of 64-bit PowerPC (either byte order).
+pub const EM_PPC64: u16 = 21;
 
 /// A machine vmdump dumps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,14 +24,17 @@ pub enum Machine {
     X86_64,
     /// arm64 (AArch64), little-endian.
     Aarch64,
+    /// 64-bit POWER, little-endian (Debian's ppc64el, RHEL's ppc64le).
+    Ppc64le,
 }
 
 impl Machine {
     /// Every machine, in the order messages list them.
-    pub const ALL: [Machine; 2] = [Machine::X86_64, Machine::Aarch64];
+    pub const ALL: [Machine; 3] = [Machine::X86_64, Machine::Aarch64, Machine::Ppc64le];
 
     /// The names of [`Machine::ALL`], for messages.
-    pub const SUPPORTED: &'static str = "x86_64 (e_machine 62), aarch64 (183, little-endian)";
+    pub const SUPPORTED: &'static str =
+        "x86_64 (e_machine 62), aarch64 (183, little-endian), ppc64le (21, little-endian)";
 
     /// The machine of an ELF vmcore; `None` for others, and for a byte
     /// order the machine's Linux does not use here (big-endian arm64).
@@ -49,10 +54,12 @@ impl Machine {
     /// The machine VMCOREINFO's arch-specific keys point to, for inputs
     /// that do not say (a kdump file with an empty utsname): arm64
     /// exports `NUMBER(kimage_voffset)` and `NUMBER(VA_BITS)`, x86_64
-    /// neither. `None` when it has neither arm64 key nor x86_64's
+    /// neither; ppc64 `NUMBER(RADIX_MMU)` and `SYMBOL(mmu_psize_defs)`. `None` when it has neither arm64 key nor x86_64's
     /// `SYMBOL(init_top_pgt)` (or `init_level4_pgt`).
     pub fn from_vmcoreinfo(info: &VmcoreInfo) -> Option<Machine> {
-        if info.number("kimage_voffset").is_some() || info.number("VA_BITS").is_some() {
+        if info.number("RADIX_MMU").is_some() || info.symbol("mmu_psize_defs").is_some() {
+            Some(Machine::Ppc64le)
+        } else if info.number("kimage_voffset").is_some() || info.number("VA_BITS").is_some() {
             Some(Machine::Aarch64)
         } else if info.symbol("init_top_pgt").is_some() || info.symbol("init_level4_pgt").is_some() {
             Some(Machine::X86_64)
@@ -66,6 +73,7 @@ impl Machine {
         match self {
             Machine::X86_64 => EM_X86_64,
             Machine::Aarch64 => EM_AARCH64,
+            Machine::Ppc64le => EM_PPC64,
         }
     }
 
@@ -76,7 +84,7 @@ impl Machine {
     pub fn c_char_is_signed(self) -> bool {
         match self {
             Machine::X86_64 => true,
-            Machine::Aarch64 => false,
+            Machine::Aarch64 | Machine::Ppc64le => false,
         }
     }
 
@@ -91,6 +99,7 @@ impl Machine {
         match self {
             Machine::X86_64 => "x86_64",
             Machine::Aarch64 => "aarch64",
+            Machine::Ppc64le => "ppc64le",
         }
     }
 
@@ -102,6 +111,8 @@ impl Machine {
         match self {
             Machine::X86_64 => info.phys_base(),
             Machine::Aarch64 => info.number("PHYS_OFFSET"),
+            // The kernel runs at physical 0: makedumpfile leaves it 0.
+            Machine::Ppc64le => Some(0),
         }
     }
 }
@@ -115,7 +126,8 @@ mod tests {
         assert_eq!(Machine::from_elf(62, Endian::Little), Some(Machine::X86_64));
         assert_eq!(Machine::from_elf(183, Endian::Little), Some(Machine::Aarch64));
         assert_eq!(Machine::from_elf(183, Endian::Big), None, "big-endian arm64");
-        assert_eq!(Machine::from_elf(21, Endian::Big), None, "ppc64");
+        assert_eq!(Machine::from_elf(21, Endian::Big), None, "big-endian ppc64");
+        assert_eq!(Machine::from_elf(21, Endian::Little), Some(Machine::Ppc64le));
         for m in Machine::ALL {
             assert_eq!(Machine::from_utsname(m.name().as_bytes()), Some(m));
             assert!(Machine::SUPPORTED.contains(m.name()));

@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use super::Outcome;
 use crate::classify::ClassifyError;
+use crate::crypt::{EncryptedSink, Recipients};
 use crate::dump::{DumpReport, dump};
 use crate::level::DumpLevel;
 use crate::plan::{Asked, Format, Plan, open_kernel};
@@ -15,7 +16,6 @@ use crate::plugin::{Registry, SearchPath};
 use crate::profile::{OutputFormat, Profile, ProfileSource};
 use crate::progress::{ProgressOptions, ProgressStyle};
 use crate::read::Modules;
-use crate::crypt::{EncryptedSink, Recipients};
 use vmdump_format::sink::{FileSink, FlattenedSink, Sink};
 
 /// Options of `vmdump dump`; each overrides the profile.

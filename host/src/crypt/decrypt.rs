@@ -22,7 +22,8 @@ const AGE_CHUNK: u64 = 64 << 10;
 pub fn is_encrypted(path: &Path) -> anyhow::Result<bool> {
     let mut magic = [0u8; AGE_MAGIC.len()];
     let Ok(mut file) = File::open(path) else { return Ok(false) };
-    let got = read_up_to(&mut file, &mut magic).with_context(|| format!("{}: cannot read", path.display()))?;
+    let got =
+        read_up_to(&mut file, &mut magic).with_context(|| format!("{}: cannot read", path.display()))?;
     Ok(got == magic.len() && magic == AGE_MAGIC)
 }
 
@@ -70,7 +71,9 @@ impl Identities {
 
 fn load_file(path: &Path) -> anyhow::Result<Vec<Box<dyn age::Identity>>> {
     let text = std::fs::read_to_string(path).context("cannot read it (a key is a text file)")?;
-    if text.contains("-----BEGIN OPENSSH PRIVATE KEY-----") || text.contains("-----BEGIN RSA PRIVATE KEY-----") {
+    if text.contains("-----BEGIN OPENSSH PRIVATE KEY-----")
+        || text.contains("-----BEGIN RSA PRIVATE KEY-----")
+    {
         let key = age::ssh::Identity::from_buffer(text.as_bytes(), Some(path.display().to_string()))
             .map_err(|e| anyhow::anyhow!("not a usable OpenSSH private key: {e}"))?;
         return match key {
@@ -177,7 +180,10 @@ fn stream_error(input: &Path, plain: u64, error: &std::io::Error) -> String {
     let len = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
     match error.kind() {
         std::io::ErrorKind::UnexpectedEof => {
-            format!("{} is truncated: it ends after chunk {chunk} ({len} bytes), before its last chunk", input.display())
+            format!(
+                "{} is truncated: it ends after chunk {chunk} ({len} bytes), before its last chunk",
+                input.display()
+            )
         }
         _ => format!(
             "{}: chunk {chunk} of the encrypted stream (plaintext from byte {:#x}) fails authentication ({error}): \

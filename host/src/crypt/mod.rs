@@ -34,7 +34,9 @@ impl std::fmt::Debug for Recipients {
 #[non_exhaustive]
 pub enum CryptError {
     /// A recipient that is no public key vmdump knows.
-    #[error("recipient {recipient:?} is not an age X25519 key (age1...) nor an ssh-ed25519 or ssh-rsa public key")]
+    #[error(
+        "recipient {recipient:?} is not an age X25519 key (age1...) nor an ssh-ed25519 or ssh-rsa public key"
+    )]
     BadRecipient {
         /// The text given, cut short.
         recipient: String,

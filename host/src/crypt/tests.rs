@@ -8,7 +8,8 @@ use vmdump_format::sink::Sink;
 use super::*;
 
 /// An OpenSSH public key (age's own test vector).
-const SSH_ED25519: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHsKLqeplhpW+uObz5dvMgjz1OxfM/XXUB+VHtZ6isGN alice@rust";
+const SSH_ED25519: &str =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHsKLqeplhpW+uObz5dvMgjz1OxfM/XXUB+VHtZ6isGN alice@rust";
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("vmdump-crypt-{name}-{}", std::process::id()));

@@ -13,6 +13,12 @@
 //! | the header's `phys_base` | `NUMBER(phys_base)` | `NUMBER(PHYS_OFFSET)` |
 //! | utsname machine | `x86_64` | `aarch64` |
 //! | byte order | little | little (big-endian arm64 is refused) |
+//!
+//! ppc64le ([`Ppc64`], docs/ppc64.md): 4 or 64 KiB pages, root
+//! `swapper_pg_dir − 0xc000000000000000`, the linear map from physical 0
+//! at 0xc000000000000000 (the kernel image in it), the header's
+//! `phys_base` 0, utsname machine `ppc64le`, little-endian (its page
+//! tables big-endian).
 
 use vmdump_format::elf::{Endian, LoadSegment};
 use vmdump_format::machine::Machine;
@@ -21,6 +27,7 @@ use vmdump_format::vmcoreinfo::VmcoreInfo;
 use super::XlatError;
 use super::arm64::Arm64;
 use super::page_offset::PageOffset;
+use super::ppc64::Ppc64;
 use super::x86_64::X86_64;
 
 /// What each architecture's file gives (libkdumpfile's per-arch
@@ -68,12 +75,14 @@ pub trait Paging {
 }
 
 /// The architecture of the dumped machine, with its translation parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Arch {
     /// x86_64, 4- or 5-level paging.
     X86_64(X86_64),
     /// arm64, 4/16/64 KiB pages.
     Arm64(Arm64),
+    /// ppc64le, radix or hash MMU, 4/64 KiB pages.
+    Ppc64(Ppc64),
 }
 
 impl From<X86_64> for Arch {
@@ -85,6 +94,12 @@ impl From<X86_64> for Arch {
 impl From<Arm64> for Arch {
     fn from(arch: Arm64) -> Self {
         Arch::Arm64(arch)
+    }
+}
+
+impl From<Ppc64> for Arch {
+    fn from(arch: Ppc64) -> Self {
+        Arch::Ppc64(arch)
     }
 }
 
@@ -109,11 +124,12 @@ impl Arch {
     ///
     /// # Errors
     ///
-    /// As [`X86_64::new`] or [`Arm64::new`].
+    /// As [`X86_64::new`], [`Arm64::new`] or [`Ppc64::new`].
     pub fn new(machine: Machine, info: &VmcoreInfo, loads: &[LoadSegment]) -> Result<Self, XlatError> {
         Ok(match machine {
             Machine::X86_64 => Arch::X86_64(X86_64::new(info, loads)?),
             Machine::Aarch64 => Arch::Arm64(Arm64::new(info, loads)?),
+            Machine::Ppc64le => Arch::Ppc64(Ppc64::new(info, loads)?),
         })
     }
 
@@ -122,6 +138,7 @@ impl Arch {
         match self {
             Arch::X86_64(arch) => arch,
             Arch::Arm64(arch) => arch,
+            Arch::Ppc64(arch) => arch,
         }
     }
 
@@ -129,7 +146,7 @@ impl Arch {
     pub fn x86_64(&self) -> Option<&X86_64> {
         match self {
             Arch::X86_64(arch) => Some(arch),
-            Arch::Arm64(_) => None,
+            _ => None,
         }
     }
 
@@ -137,7 +154,15 @@ impl Arch {
     pub fn arm64(&self) -> Option<&Arm64> {
         match self {
             Arch::Arm64(arch) => Some(arch),
-            Arch::X86_64(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The ppc64le parameters, if it is one.
+    pub fn ppc64(&self) -> Option<&Ppc64> {
+        match self {
+            Arch::Ppc64(arch) => Some(arch),
+            _ => None,
         }
     }
 

@@ -70,7 +70,7 @@ impl<'a, R: PhysRead + ?Sized> KernelMemory<'a, R> {
         loads: &[LoadSegment],
     ) -> Result<Self, XlatError> {
         let mut mem = Self::new(phys, Arch::new(machine, info, loads)?);
-        match mem.arch {
+        match &mem.arch {
             Arch::X86_64(x86) if x86.page_offset_info().source == PageOffsetSource::Default => {
                 if let Some(found) = PageOffset::scan(&mem)?
                     && let Arch::X86_64(x86) = &mut mem.arch
@@ -80,6 +80,16 @@ impl<'a, R: PhysRead + ?Sized> KernelMemory<'a, R> {
             }
             Arch::X86_64(_) => {}
             Arch::Arm64(arm64) => arm64.check(info, &|vaddr| mem.walk(vaddr))?,
+            Arch::Ppc64(ppc64) => {
+                let mut ppc64 = ppc64.clone();
+                ppc64.read_vmemmap_list(
+                    info,
+                    &|vaddr| mem.read_u64(vaddr),
+                    &|vaddr| mem.read_u32(vaddr),
+                    &|arch, vaddr| arch.walk(vaddr, &mut |paddr| mem.read_entry(paddr)),
+                )?;
+                mem.arch = Arch::Ppc64(ppc64);
+            }
         }
         Ok(mem)
     }
@@ -197,6 +207,17 @@ impl<'a, R: PhysRead + ?Sized> KernelMemory<'a, R> {
             done += len;
         }
         Ok(())
+    }
+
+    /// Reads a `u32` at `vaddr`, in the machine's byte order.
+    ///
+    /// # Errors
+    ///
+    /// As [`KernelMemory::read_virt`].
+    pub fn read_u32(&self, vaddr: u64) -> Result<u32, XlatError> {
+        let mut bytes = [0u8; 4];
+        self.read_virt(vaddr, &mut bytes)?;
+        Ok(self.arch.endian().u32(&bytes, 0))
     }
 
     /// Reads a `u64` at `vaddr`, in the machine's byte order.

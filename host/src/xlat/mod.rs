@@ -10,6 +10,7 @@
 //! | [`Arch`] | the architecture, chosen once per run; each one a file implementing [`Paging`] | |
 //! | [`X86_64`] | paging parameters: phys_base, root table, 4/5 levels, sme_mask, PAGE_OFFSET | §5.6 |
 //! | [`Arm64`] | 4/16/64 KiB pages, 36- to 52-bit VA, PHYS_OFFSET, kimage_voffset (KASLR) | docs/arm64.md |
+//! | [`Ppc64`] | ppc64le: radix or hash MMU, 4/64 KiB pages, the linear map, vmemmap_list | docs/ppc64.md |
 //! | [`KernelMemory`] | `read_virt` / `read_u64` over a [`PhysRead`], with a page-table cache | §5.6, §6.3 |
 //! | [`SectionTable`] | present memory sections and their `mem_map` addresses | §5.2 |
 //!
@@ -28,6 +29,7 @@ mod error;
 mod mem_section;
 mod memory;
 mod page_offset;
+mod ppc64;
 mod user;
 mod x86_64;
 
@@ -40,6 +42,7 @@ pub use error::{Level, XlatError};
 pub use mem_section::{Section, SectionGeometry, SectionTable};
 pub use memory::KernelMemory;
 pub use page_offset::{PageOffset, PageOffsetSource};
+pub use ppc64::{Mmu, PPC64_PAGE_OFFSET, Ppc64, VmemmapBlock, VmemmapList};
 pub use user::{UserRun, UserWalkError, user_pages};
 pub use x86_64::{
     ENTRY_MASK, PAGE_OFFSET_L4, PAGE_OFFSET_L5, PAGE_SIZE as X86_64_PAGE_SIZE, START_KERNEL_MAP, X86_64,

@@ -38,6 +38,8 @@ pub enum PageOffsetSource {
     Default,
     /// Computed from VMCOREINFO (arm64: `−2^NUMBER(VA_BITS)`).
     Vmcoreinfo,
+    /// The architecture's only value (ppc64: 0xc000000000000000).
+    Architecture,
 }
 
 /// The direct-map base and its source.

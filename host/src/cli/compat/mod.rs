@@ -378,7 +378,8 @@ fn dump_at_levels(
     plugin_dirs: &[PathBuf],
 ) -> anyhow::Result<Outcome> {
     let convert = |dump: &DumpArgs| {
-        let args = super::convert::ConvertArgs { pieces: Vec::new(), keys: Default::default(), dump: dump.clone() };
+        let args =
+            super::convert::ConvertArgs { pieces: Vec::new(), keys: Default::default(), dump: dump.clone() };
         super::convert::convert_with(&args, &dump.apply_to(base.clone())?, plugin_dirs)
     };
     let retry = dump.output != Path::new("-");

@@ -1,7 +1,8 @@
 //! Tests of address translation and the section table: hand-built tables
 //! (independent of the generator's builder), builder tables, and whole
 //! synthetic vmcores read through the ELF reader; arm64 over tables built
-//! from the descriptor formats (`arm64*.rs`).
+//! from the descriptor formats (`arm64*.rs`); ppc64le over tables built
+//! from its entry format (`ppc64.rs`).
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -14,6 +15,7 @@ mod arm64;
 mod arm64_52;
 mod arm64_granules;
 mod e2e;
+mod ppc64;
 mod sections;
 mod walk;
 
