@@ -16,6 +16,8 @@ pub const EM_X86_64: u16 = 62;
 pub const EM_AARCH64: u16 = 183;
 /// `e_machine` of 64-bit PowerPC (either byte order).
 pub const EM_PPC64: u16 = 21;
+/// `e_machine` of RISC-V.
+pub const EM_RISCV: u16 = 243;
 
 /// A machine vmdump dumps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -26,15 +28,17 @@ pub enum Machine {
     Aarch64,
     /// 64-bit POWER, little-endian (Debian's ppc64el, RHEL's ppc64le).
     Ppc64le,
+    /// 64-bit RISC-V.
+    Riscv64,
 }
 
 impl Machine {
     /// Every machine, in the order messages list them.
-    pub const ALL: [Machine; 3] = [Machine::X86_64, Machine::Aarch64, Machine::Ppc64le];
+    pub const ALL: [Machine; 4] = [Machine::X86_64, Machine::Aarch64, Machine::Ppc64le, Machine::Riscv64];
 
     /// The names of [`Machine::ALL`], for messages.
     pub const SUPPORTED: &'static str =
-        "x86_64 (e_machine 62), aarch64 (183, little-endian), ppc64le (21, little-endian)";
+        "x86_64 (e_machine 62), aarch64 (183, little-endian), ppc64le (21, little-endian), riscv64 (243)";
 
     /// The machine of an ELF vmcore; `None` for others, and for a byte
     /// order the machine's Linux does not use here (big-endian arm64).
@@ -54,10 +58,14 @@ impl Machine {
     /// The machine VMCOREINFO's arch-specific keys point to, for inputs
     /// that do not say (a kdump file with an empty utsname): arm64
     /// exports `NUMBER(kimage_voffset)` and `NUMBER(VA_BITS)`, x86_64
-    /// neither; ppc64 `NUMBER(RADIX_MMU)` and `SYMBOL(mmu_psize_defs)`. `None` when it has neither arm64 key nor x86_64's
+    /// neither; ppc64 `NUMBER(RADIX_MMU)` and `SYMBOL(mmu_psize_defs)`;
+    /// riscv64 `NUMBER(va_kernel_pa_offset)` and `NUMBER(KERNEL_LINK_ADDR)`
+    /// (and `NUMBER(VA_BITS)`, so it is asked first). `None` when it has neither arm64 key nor x86_64's
     /// `SYMBOL(init_top_pgt)` (or `init_level4_pgt`).
     pub fn from_vmcoreinfo(info: &VmcoreInfo) -> Option<Machine> {
-        if info.number("RADIX_MMU").is_some() || info.symbol("mmu_psize_defs").is_some() {
+        if info.number("va_kernel_pa_offset").is_some() || info.number("KERNEL_LINK_ADDR").is_some() {
+            Some(Machine::Riscv64)
+        } else if info.number("RADIX_MMU").is_some() || info.symbol("mmu_psize_defs").is_some() {
             Some(Machine::Ppc64le)
         } else if info.number("kimage_voffset").is_some() || info.number("VA_BITS").is_some() {
             Some(Machine::Aarch64)
@@ -74,6 +82,7 @@ impl Machine {
             Machine::X86_64 => EM_X86_64,
             Machine::Aarch64 => EM_AARCH64,
             Machine::Ppc64le => EM_PPC64,
+            Machine::Riscv64 => EM_RISCV,
         }
     }
 
@@ -84,7 +93,7 @@ impl Machine {
     pub fn c_char_is_signed(self) -> bool {
         match self {
             Machine::X86_64 => true,
-            Machine::Aarch64 | Machine::Ppc64le => false,
+            Machine::Aarch64 | Machine::Ppc64le | Machine::Riscv64 => false,
         }
     }
 
@@ -100,6 +109,7 @@ impl Machine {
             Machine::X86_64 => "x86_64",
             Machine::Aarch64 => "aarch64",
             Machine::Ppc64le => "ppc64le",
+            Machine::Riscv64 => "riscv64",
         }
     }
 
@@ -113,6 +123,7 @@ impl Machine {
             Machine::Aarch64 => info.number("PHYS_OFFSET"),
             // The kernel runs at physical 0: makedumpfile leaves it 0.
             Machine::Ppc64le => Some(0),
+            Machine::Riscv64 => info.number("phys_ram_base"),
         }
     }
 }
@@ -128,6 +139,7 @@ mod tests {
         assert_eq!(Machine::from_elf(183, Endian::Big), None, "big-endian arm64");
         assert_eq!(Machine::from_elf(21, Endian::Big), None, "big-endian ppc64");
         assert_eq!(Machine::from_elf(21, Endian::Little), Some(Machine::Ppc64le));
+        assert_eq!(Machine::from_elf(243, Endian::Little), Some(Machine::Riscv64));
         for m in Machine::ALL {
             assert_eq!(Machine::from_utsname(m.name().as_bytes()), Some(m));
             assert!(Machine::SUPPORTED.contains(m.name()));

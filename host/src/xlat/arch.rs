@@ -18,7 +18,10 @@
 //! `swapper_pg_dir − 0xc000000000000000`, the linear map from physical 0
 //! at 0xc000000000000000 (the kernel image in it), the header's
 //! `phys_base` 0, utsname machine `ppc64le`, little-endian (its page
-//! tables big-endian).
+//! tables big-endian). riscv64 ([`Riscv64`], docs/riscv64.md): 4 KiB
+//! pages, Sv39/48/57, root `swapper_pg_dir − va_kernel_pa_offset`, the
+//! linear map and the image by the formulas of VMCOREINFO's layout,
+//! `phys_base` `NUMBER(phys_ram_base)`, utsname machine `riscv64`.
 
 use vmdump_format::elf::{Endian, LoadSegment};
 use vmdump_format::machine::Machine;
@@ -28,6 +31,7 @@ use super::XlatError;
 use super::arm64::Arm64;
 use super::page_offset::PageOffset;
 use super::ppc64::Ppc64;
+use super::riscv64::Riscv64;
 use super::x86_64::X86_64;
 
 /// What each architecture's file gives (libkdumpfile's per-arch
@@ -83,6 +87,8 @@ pub enum Arch {
     Arm64(Arm64),
     /// ppc64le, radix or hash MMU, 4/64 KiB pages.
     Ppc64(Ppc64),
+    /// riscv64, Sv39/Sv48/Sv57.
+    Riscv64(Riscv64),
 }
 
 impl From<X86_64> for Arch {
@@ -100,6 +106,12 @@ impl From<Arm64> for Arch {
 impl From<Ppc64> for Arch {
     fn from(arch: Ppc64) -> Self {
         Arch::Ppc64(arch)
+    }
+}
+
+impl From<Riscv64> for Arch {
+    fn from(arch: Riscv64) -> Self {
+        Arch::Riscv64(arch)
     }
 }
 
@@ -124,12 +136,13 @@ impl Arch {
     ///
     /// # Errors
     ///
-    /// As [`X86_64::new`], [`Arm64::new`] or [`Ppc64::new`].
+    /// As the architecture's `new` ([`X86_64::new`], [`Arm64::new`], [`Ppc64::new`], [`Riscv64::new`]).
     pub fn new(machine: Machine, info: &VmcoreInfo, loads: &[LoadSegment]) -> Result<Self, XlatError> {
         Ok(match machine {
             Machine::X86_64 => Arch::X86_64(X86_64::new(info, loads)?),
             Machine::Aarch64 => Arch::Arm64(Arm64::new(info, loads)?),
             Machine::Ppc64le => Arch::Ppc64(Ppc64::new(info, loads)?),
+            Machine::Riscv64 => Arch::Riscv64(Riscv64::new(info, loads)?),
         })
     }
 
@@ -139,6 +152,7 @@ impl Arch {
             Arch::X86_64(arch) => arch,
             Arch::Arm64(arch) => arch,
             Arch::Ppc64(arch) => arch,
+            Arch::Riscv64(arch) => arch,
         }
     }
 

@@ -16,6 +16,7 @@ mod arm64_52;
 mod arm64_granules;
 mod e2e;
 mod ppc64;
+mod riscv64;
 mod sections;
 mod walk;
 
