@@ -220,10 +220,12 @@ def encryption(args, vmcore, tmp):
     key = os.path.join(tmp, "age.key")
     if not os.path.exists(key):
         subprocess.run(["age-keygen", "-o", key], check=True, capture_output=True)
-    public = next(l.split(": ")[1] for l in open(key) if l.startswith("# public key: "))
+    public = next(l.split(": ")[1].strip() for l in open(key) if l.startswith("# public key: "))
     profiles = {}
     for label, text in (("plain", ""), ("encrypted", f'[output]\nrecipients = ["{public}"]\n')):
-        profiles[label] = os.path.join(tmp, f"{label}.toml")
+        # (not NAME.toml: run() clears every file whose name starts with
+        # the output's, and the outputs are named by these labels)
+        profiles[label] = os.path.join(tmp, f"profile-{label}.toml")
         with open(profiles[label], "w") as f:
             f.write(text)
     def vm(profile, *opts):

@@ -7,7 +7,7 @@
 #      qemu-aarch64-static: -l -d 1, -l -d 31, --dump-dmesg
 #   2. vmdump dumps the ELF as QEMU wrote it (program headers at 192) at
 #      -d 1 and -d 31, refilters its -d 1 dump to -d 31 and writes the log
-#   3. tests/py/arm64_judge.py: libkdumpfile reads every page equal to the
+#   3. tests/py/arch_judge.py: libkdumpfile reads every page equal to the
 #      ELF, the files hold the same pfns as makedumpfile's, the reports'
 #      counts are equal, the attributes name aarch64, the logs are equal;
 #      drgn (scripts/lib/tools.sh ensure_drgn) reads every page of the -d 1
@@ -65,7 +65,7 @@ test_variant() {
     "$vmdump" convert --no-progress --compress lzo -d 31 "$dir/d1.kdump" "$dir/refiltered.kdump" 2> "$dir/refilter.stderr.txt" ||
         { cat "$dir/refilter.stderr.txt" >&2; return 1; }
     "$vmdump" dmesg "$elf" "$dir/dmesg.txt"
-    /usr/bin/python3 tests/py/arm64_judge.py "$elf" "$ref" "$dir" || return 1
+    /usr/bin/python3 tests/py/arch_judge.py "$elf" "$ref" "$dir" aarch64 aarch64 || return 1
     for level in 1 31; do
         verdict=$("$drgn_python" tests/py/drgn_compare.py "$dir/d$level.kdump" "$elf") ||
             { echo "FAIL: drgn on -d $level: $verdict" >&2; return 1; }

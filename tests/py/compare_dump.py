@@ -20,10 +20,11 @@ count as "beyond" (and "beyond_present" if the dump still has them,
 read before the truncation).
 """
 import json
+import re
 import struct
 import sys
 
-PAGE = 4096
+PAGE = 4096  # unless the dump or the ELF's VMCOREINFO says otherwise
 PT_LOAD = 1
 
 
@@ -46,14 +47,22 @@ def elf_loads(f):
     return loads
 
 
-def elf_page(f, loads, pfn):
+def vmcoreinfo_page_size(f):
+    """PAGESIZE of the ELF's VMCOREINFO note (in its first MiB, where the
+    notes are), or 4096 when there is none."""
+    f.seek(0)
+    m = re.search(rb"\nPAGESIZE=([0-9]+)\n", f.read(1 << 20))
+    return int(m[1]) if m else PAGE
+
+
+def elf_page(f, loads, pfn, page_size=PAGE):
     """The page as the ELF holds it: the first PT_LOAD that covers each byte
     wins; bytes past p_filesz are zero."""
-    start = pfn * PAGE
-    page = bytearray(PAGE)
+    start = pfn * page_size
+    page = bytearray(page_size)
     covered = False
     for paddr, off, filesz, memsz in loads:
-        lo, hi = max(start, paddr), min(start + PAGE, paddr + memsz)
+        lo, hi = max(start, paddr), min(start + page_size, paddr + memsz)
         if lo >= hi:
             continue
         covered = True
@@ -65,10 +74,10 @@ def elf_page(f, loads, pfn):
     return covered, bytes(page)
 
 
-def ram_pfns(loads, max_pfn):
+def ram_pfns(loads, max_pfn, page_size=PAGE):
     pfns = set()
     for paddr, _off, _filesz, memsz in loads:
-        pfns.update(range(paddr // PAGE, min(-(-(paddr + memsz) // PAGE), max_pfn)))
+        pfns.update(range(paddr // page_size, min(-(-(paddr + memsz) // page_size), max_pfn)))
     return sorted(pfns)
 
 
@@ -87,12 +96,12 @@ def attributes(dump):
     return values
 
 
-def file_end(loads, pfn):
+def file_end(loads, pfn, page_size=PAGE):
     """One past the last file byte that page `pfn` is read from (0: none)."""
-    start = pfn * PAGE
+    start = pfn * page_size
     for paddr, off, filesz, memsz in loads:
         if paddr <= start < paddr + memsz:
-            return off + min(start + PAGE, paddr + filesz) - paddr if start < paddr + filesz else 0
+            return off + min(start + page_size, paddr + filesz) - paddr if start < paddr + filesz else 0
     return 0
 
 
@@ -108,16 +117,17 @@ def main():
     beyond, beyond_present, readable_missing = 0, 0, []
     dump = kdumpfile.kdumpfile(dump_path)
     max_pfn = int(dump.attr["max_pfn"])
+    page = int(dump.attr["arch.page_size"])
     equal, different, missing = 0, [], []
     with open(elf_path, "rb") as f:
         loads = elf_loads(f)
-        pfns = ram_pfns(loads, max_pfn)
+        pfns = ram_pfns(loads, max_pfn, page)
         for pfn in pfns:
-            _, expected = elf_page(f, loads, pfn)
-            is_beyond = truncated_at is not None and file_end(loads, pfn) > truncated_at
+            _, expected = elf_page(f, loads, pfn, page)
+            is_beyond = truncated_at is not None and file_end(loads, pfn, page) > truncated_at
             beyond += is_beyond
             try:
-                got = dump.read(kdumpfile.KDUMP_MACHPHYSADDR, pfn * PAGE, PAGE)
+                got = dump.read(kdumpfile.KDUMP_MACHPHYSADDR, pfn * page, page)
             except (kdumpfile.exceptions.NoDataException, kdumpfile.exceptions.CorruptException) as e:
                 is_lost = isinstance(e, kdumpfile.exceptions.CorruptException)
                 (refused if is_lost else missing).append(pfn)

@@ -16,7 +16,7 @@ import sys
 import drgn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_dump import PAGE, elf_loads, elf_page, ram_pfns  # noqa: E402
+from compare_dump import elf_loads, elf_page, ram_pfns, vmcoreinfo_page_size  # noqa: E402
 
 
 def main():
@@ -25,21 +25,23 @@ def main():
     prog.set_core_dump(dump_path)
     equal, different, missing = 0, [], 0
     with open(elf_path, "rb") as f:
+        page = vmcoreinfo_page_size(f)
         loads = elf_loads(f)
-        pfns = ram_pfns(loads, 2**52)
+        pfns = ram_pfns(loads, 2**52 // page, page)
         for pfn in pfns:
             try:
-                got = prog.read(pfn * PAGE, PAGE, True)
+                got = prog.read(pfn * page, page, True)
             except drgn.FaultError:
                 missing += 1
                 continue
-            if got == elf_page(f, loads, pfn)[1]:
+            if got == elf_page(f, loads, pfn, page)[1]:
                 equal += 1
             else:
                 different.append(pfn)
     print(json.dumps({
         "drgn": drgn.__version__,
         "platform": str(prog.platform.arch),
+        "page_size": page,
         "compared": len(pfns),
         "equal": equal,
         "different": len(different),
