@@ -49,6 +49,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/tools.sh
 source scripts/lib/debian.sh
+source scripts/lib/fixture.sh
 export PYTHONDONTWRITEBYTECODE=1
 
 cache=$PWD/target/arm64
@@ -127,53 +128,7 @@ fetch_busybox() {
     echo "busybox-static $busybox_version"
 }
 
-# depends_closure PKG...: the packages and, recursively, what they Depend or
-# Pre-Depend on (the first of alternatives), one a line. perl is left out:
-# makedumpfile needs it only for its makedumpfile-R.pl script, not for the
-# binary.
-depends_closure() {
-    local queue=("$@") seen=" " pkg
-    while ((${#queue[@]})); do
-        pkg=${queue[0]} queue=("${queue[@]:1}")
-        [[ $seen == *" $pkg "* ]] && continue
-        seen+="$pkg "
-        echo "$pkg"
-        mapfile -t -O "${#queue[@]}" queue < <(apt_cache_in show --no-all-versions "$pkg" |
-            awk -F': ' '/^(Pre-)?Depends:/ {print $2}' | tr ',' '\n' |
-            sed -E 's/\|.*//; s/\(.*\)//; s/:any//; s/[[:space:]]//g' | grep -vxE 'perl|perl-base|' || true)
-    done
-}
-
-# Debian's arm64 makedumpfile in a sysroot for qemu-aarch64-static -L: sets
-# sysroot and mdf (the command, as an array).
-fetch_makedumpfile() {
-    local pkgs pkg stamp
-    mapfile -t pkgs < <(depends_closure makedumpfile)
-    stamp=$(for pkg in "${pkgs[@]}"; do echo "$pkg=$(candidate "$pkg")"; done)
-    sysroot=$cache/sysroot
-    if [[ $(cat "$sysroot/.packages" 2> /dev/null) != "$stamp" ]]; then
-        rm -rf "$sysroot"
-        mkdir -p "$sysroot"
-        for pkg in "${pkgs[@]}"; do
-            dpkg-deb -x "$(fetch_arm64_deb "$pkg")" "$sysroot"
-        done
-        echo "$stamp" > "$sysroot/.packages"
-    fi
-    echo "sysroot: $(echo "$stamp" | tr '\n' ' ')"
-    # Debian 12 ships it as /usr/bin/makedumpfile (older releases: /usr/sbin).
-    local bin
-    for bin in "$sysroot"/usr/{bin,sbin}/makedumpfile; do [[ -x $bin ]] && break; done
-    mdf=(qemu-aarch64-static -L "$sysroot" "$bin")
-    "${mdf[@]}" -v 2>&1 | head -n 1 | grep -q '^makedumpfile: version' ||
-        die "Debian's arm64 makedumpfile does not run under qemu-aarch64-static: $("${mdf[@]}" -v 2>&1 | head -n 3)"
-    "${mdf[@]}" -v 2>&1 | head -n 1
-}
-
 # ---- the guest ----------------------------------------------------------------
-make_cpio() {
-    (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -1)
-}
-
 build_initramfs() {
     local tree=$work/initramfs
     mkdir -p "$tree"/{bin,dev,proc,sys,tmp,data,modules}
@@ -182,6 +137,7 @@ build_initramfs() {
     install -m 0755 "$busybox_root/bin/busybox" "$tree/bin/busybox"
     aarch64-linux-gnu-gcc -O2 -Wall -Werror -static -o "$tree/bin/memfill" tests/capture/memfill.c
     install -m 0755 tests/fixtures/arm64/guest/init "$tree/init"
+    install -m 0644 tests/fixtures/workload.sh "$tree/workload.sh"
     # crc32c first: ext4 asks for it by name (a soft dependency).
     copy_modules "$kroot" "$kver" "$tree/modules" qemu_fw_cfg virtio_mmio virtio_blk crc32c_generic ext4
     make_cpio "$tree" > "$work/initrd.gz"
@@ -217,38 +173,6 @@ cleanup() {
     rm -rf "$work"
 }
 
-# wait_ready LOG: shows the guest's ARM64: lines as they come; returns when
-# it says READY, fails when it says FAILED, panics, QEMU exits, or the
-# timeout passes (then QEMU is killed).
-wait_ready() {
-    local log=$1 start=$SECONDS shown=0 lines=()
-    while :; do
-        mapfile -t lines < <(grep -a '^ARM64:' "$log" 2> /dev/null | tr -d '\r')
-        for (( ; shown < ${#lines[@]}; shown++)); do
-            printf '[%3d s] %s\n' $((SECONDS - start)) "${lines[shown]}"
-        done
-        if printf '%s\n' "${lines[@]}" | grep -qx 'ARM64: READY'; then
-            boot_seconds=$((SECONDS - start))
-            return 0
-        fi
-        if printf '%s\n' "${lines[@]}" | grep -q '^ARM64: FAILED' || grep -qa 'Kernel panic' "$log"; then
-            tail -n 30 "$log" >&2
-            die "the guest failed before READY; the serial log's last lines are above"
-        fi
-        if ! kill -0 "$qpid" 2> /dev/null; then
-            cat "$work/qemu.out" >&2
-            tail -n 30 "$log" >&2
-            die "QEMU exited before the guest was READY"
-        fi
-        if ((SECONDS - start >= qemu_timeout)); then
-            kill "$qpid" 2> /dev/null || true
-            tail -n 30 "$log" >&2
-            die "the guest was not READY after $qemu_timeout s: QEMU killed (the serial log's last lines are above; --timeout to wait longer)"
-        fi
-        sleep 0.5
-    done
-}
-
 boot_and_dump() {
     local log=$work/serial.log qmp_sock=$work/qmp.sock
     elf=$cache/$fixture
@@ -272,7 +196,7 @@ boot_and_dump() {
     # timeout(1) as a net: QEMU dies even if this script is killed outright.
     timeout --kill-after=10 $((qemu_timeout + 300)) "${qemu[@]}" > "$work/qemu.out" 2>&1 &
     qpid=$!
-    wait_ready "$log"
+    wait_ready ARM64 "$log"
     # Stopped first, so the dump is one consistent moment.
     python3 scripts/lib/qmp.py "$qmp_sock" stop \
         dump-guest-memory "{\"paging\": false, \"protocol\": \"file:$elf\", \"format\": \"elf\"}" \
@@ -284,7 +208,6 @@ boot_and_dump() {
 }
 
 # ---- checks and info ---------------------------------------------------------------
-vmcoreinfo_value() { sed -n "s/^$1=//p" "$cache/$fixture.vmcoreinfo"; }
 
 check_and_describe() {
     readelf -n -W "$elf" | grep -q VMCOREINFO || die "$elf has no VMCOREINFO note (was qemu_fw_cfg loaded?)"
@@ -347,116 +270,20 @@ compress() {
 }
 
 # ---- the reference: Debian's arm64 makedumpfile -----------------------------------
-# run_makedumpfile NAME ARGS...: runs it in the reference folder (relative
-# names, so the reports name no host path), stdout and stderr kept apart,
-# with its exit status and time.
-run_makedumpfile() {
-    local name=$1 start=$EPOCHREALTIME rc=0
-    shift
-    (cd "$ref" && "${mdf[@]}" "$@" > "$name.stdout.txt" 2> "$name.stderr.txt") || rc=$?
-    printf '%s: exit %d, %s s: makedumpfile %s\n' "$name" "$rc" \
-        "$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')" "$*" | tee -a "$ref/runs.txt"
-}
-
-# The report part of makedumpfile's output, as ../shared/fixtures/expected has it.
-report_of() {
-    sed -n '/^Original pages/,/^Total pages/p' "$1"
-}
-
-# libkdumpfile_read FILE: what libkdumpfile (python3-libkdumpfile) makes of
-# a vmcore or dump: its attributes, and init_uts_ns read through the
-# kernel's page tables (at the kernel virtual address VMCOREINFO gives), as
-# one JSON line.
-libkdumpfile_read() {
-    /usr/bin/python3 - "$1" "$(vmcoreinfo_value 'SYMBOL(init_uts_ns)')" \
-        "$(vmcoreinfo_value 'OFFSET(uts_namespace.name)')" << 'EOF'
-import json, sys, kdumpfile
-d = kdumpfile.kdumpfile(sys.argv[1])
-out = {}
-for name in ("file.format", "arch.name", "arch.page_size", "linux.uts.release", "linux.uts.machine"):
-    try:
-        out[name] = str(d.attr[name])
-    except Exception as e:
-        out[name] = f"error: {type(e).__name__}: {e}"
-uts, name = int(sys.argv[2], 16), int(sys.argv[3])
-key = "init_uts_ns at KVADDR %#x: sysname, release" % uts
-try:
-    d.attr["addrxlat.ostype"] = "linux"
-    # the utsname (sysname[65], nodename[65], release[65], ...) is at
-    # OFFSET(uts_namespace.name) of VMCOREINFO
-    raw = bytes(d.read(kdumpfile.KDUMP_KVADDR, uts + name, 3 * 65))
-    out[key] = [raw[i:i + 65].split(b"\0")[0].decode() for i in (0, 130)]
-except Exception as e:
-    out[key] = f"error: {type(e).__name__}: {e}"
-print(json.dumps(out))
-EOF
-}
-
-make_reference() {
+# As QEMU wrote it (e_phoff 192): what makedumpfile says about it; the
+# reference runs read a copy with its program headers at 64.
+make_arm64_reference() {
     ref=$cache/$fixture.reference
     rm -rf "$ref"
     mkdir -p "$ref"
     "${mdf[@]}" -v 2>&1 | head -n 1 > "$ref/version.txt"
-    # As QEMU wrote it (e_phoff 192): what makedumpfile says about it.
     ln -s "../$fixture" "$ref/$fixture"
     run_makedumpfile qemu-layout --message-level 22 -l -d 1 "$fixture" qemu-layout.kdump
-    # The copy makedumpfile reads: program headers at 64.
     python3 scripts/lib/elfcore.py phdrs-at-64 "$elf" "$ref/$fixture.phdr64"
-    local level
-    for level in 1 31; do
-        run_makedumpfile "d$level" --message-level 22 -l -d "$level" "$fixture.phdr64" "d$level.kdump"
-        report_of "$ref/d$level.stdout.txt" > "$ref/d$level.report.txt"
-    done
-    run_makedumpfile dmesg --dump-dmesg "$fixture.phdr64" dmesg.txt
-    {
-        for level in 1 31; do
-            [[ -s $ref/d$level.kdump ]] || { echo "d$level: no output"; continue; }
-            echo "d$level bitmaps (tests/py/kdump_bitmap.py): $(/usr/bin/python3 tests/py/kdump_bitmap.py "$ref/d$level.kdump")"
-            echo "d$level libkdumpfile vs the ELF (tests/py/compare_dump.py): $(/usr/bin/python3 tests/py/compare_dump.py \
-                "$ref/d$level.kdump" "$elf" --excluded-ok 2>&1 || true)"
-        done
-        echo "libkdumpfile on the ELF as QEMU wrote it: $(libkdumpfile_read "$elf" 2>&1 || true)"
-        for level in 1 31; do
-            echo "libkdumpfile on d$level.kdump: $(libkdumpfile_read "$ref/d$level.kdump" 2>&1 || true)"
-        done
-    } > "$ref/readers.txt"
-    cat "$ref/readers.txt"
-    summarize_reference > "$ref/summary.md"
-    cat "$ref/summary.md"
+    make_reference "$fixture.phdr64"
     rm -f "$ref/$fixture.phdr64" "$ref/$fixture"
 }
 
-# summarize_reference: one table line per dump level, in decimal: what
-# makedumpfile's report counts, pages set in the output's 2nd bitmap, its
-# size and time.
-summarize_reference() {
-    local level report pages wall
-    # count LABEL: the report's hexadecimal count on that line, in decimal
-    count() { printf '%d' "$(sed -n "s/^ *$1 *: \(0x[0-9a-f]*\)$/\1/p" "$report")"; }
-    echo "| -d | comp | wall s | output bytes | pages in file | zero | cache | cache priv | user | free | remaining |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|"
-    for level in 1 31; do
-        report=$ref/d$level.report.txt
-        pages=$(/usr/bin/python3 tests/py/kdump_bitmap.py "$ref/d$level.kdump" |
-            /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["pages_in_file"])')
-        wall=$(sed -n "s/^d$level: exit 0, \([0-9.]*\) s:.*/\1/p" "$ref/runs.txt")
-        printf '| %s | lzo | %s | %d | %d | %d | %d | %d | %d | %d | %d |\n' "$level" "$wall" \
-            "$(stat -c %s "$ref/d$level.kdump")" "$pages" "$(count 'Pages filled with zero')" \
-            "$(count 'Non-private cache pages')" "$(count 'Private cache pages')" \
-            "$(count 'User process data pages')" "$(count 'Free pages')" "$(count 'Remaining pages')"
-    done
-}
-
-install_expected() {
-    local dest=tests/fixtures/arm64/expected/$fixture
-    mkdir -p "$dest"
-    cp "$ref"/{version.txt,runs.txt,readers.txt,summary.md} "$dest/"
-    cp "$ref"/{qemu-layout,d1,d31,dmesg}.std{out,err}.txt "$dest/"
-    cp "$ref"/d{1,31}.report.txt "$ref/dmesg.txt" "$dest/"
-    cp "$cache/$fixture.info" "$dest/info.txt"
-    cp "$cache/$fixture.vmcoreinfo" "$dest/vmcoreinfo.txt"
-    echo "reference results copied to $dest"
-}
 
 main() {
     local start=$SECONDS
@@ -467,15 +294,15 @@ main() {
     step apt setup_apt
     step kernel fetch_arm64_kernel
     step busybox fetch_busybox
-    if ((reference)); then step mdf-root fetch_makedumpfile; fi
+    if ((reference)); then step mdf-root fetch_makedumpfile "$cache" qemu-aarch64-static; fi
     step initramfs build_initramfs
     step disk make_disk
     step boot+dump boot_and_dump
     step check check_and_describe
     step zstd compress
     if ((reference)); then
-        step reference make_reference
-        if ((install_expected)); then install_expected; fi
+        step reference make_arm64_reference
+        if ((install_expected)); then install_reference "tests/fixtures/arm64/expected/$fixture"; fi
     fi
     echo "== timings"
     printf '%s\n' "${timings[@]}" "$(printf '%-10s %4d s' total $((SECONDS - start)))" |

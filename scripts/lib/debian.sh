@@ -160,10 +160,11 @@ fetch_kernel() {
         depmod -b "$kroot.tmp" "$kver"
         mv "$kroot.tmp" "$kroot"
     fi
-    for vmlinuz in "$kroot/boot/vmlinuz-$kver" "$kroot/lib/modules/$kver/vmlinuz" ""; do
+    # (ppc64el: an uncompressed ELF, boot/vmlinux-VERSION)
+    for vmlinuz in "$kroot/boot/vmlinuz-$kver" "$kroot/lib/modules/$kver/vmlinuz" "$kroot/boot/vmlinux-$kver" ""; do
         [[ -e $vmlinuz ]] && break
     done
-    [[ -n $vmlinuz ]] || die "$kernel_pkg has neither boot/vmlinuz-$kver nor lib/modules/$kver/vmlinuz"
+    [[ -n $vmlinuz ]] || die "$kernel_pkg has no boot/vmlinuz-$kver, lib/modules/$kver/vmlinuz or boot/vmlinux-$kver"
 }
 
 # A module that the kernel has built in, or no longer has (crc32c_generic

@@ -1,0 +1,215 @@
+# shellcheck shell=bash
+# What the scripts that make a real vmcore of another architecture share
+# (scripts/make-arm64-fixture.sh, scripts/make-kdump-fixture.sh): the
+# guest's initramfs, waiting for its console lines, and the reference
+# results of that architecture's makedumpfile, run through qemu-user with
+# its packages unpacked into a sysroot. Sourced after scripts/lib/tools.sh
+# and scripts/lib/debian.sh (an apt state set up); each caller has its own
+# die().
+#
+#   depends_closure PKG...      the packages and what they depend on
+#   fetch_makedumpfile CACHE QEMU_USER
+#                               the architecture's makedumpfile in
+#                               CACHE/sysroot: sets sysroot and mdf
+#   make_cpio DIR               DIR as a gzip'd newc cpio on stdout
+#   wait_ready PREFIX LOG       the guest's PREFIX: lines until READY (or
+#                               DONE); needs qpid, qemu_timeout, work
+#   make_reference              makedumpfile -l -d 1, -d 31, --dump-dmesg on
+#                               $elf into $ref, read back by libkdumpfile;
+#                               needs fixture, cache, elf, mdf, ref
+#   install_reference DEST      copies the reference results to DEST
+
+# depends_closure PKG...: the packages and, recursively, what they Depend or
+# Pre-Depend on (the first of alternatives), one a line. perl is left out:
+# makedumpfile needs it only for its makedumpfile-R.pl script, not for the
+# binary.
+depends_closure() {
+    local queue=("$@") seen=" " pkg
+    while ((${#queue[@]})); do
+        pkg=${queue[0]} queue=("${queue[@]:1}")
+        [[ $seen == *" $pkg "* ]] && continue
+        seen+="$pkg "
+        echo "$pkg"
+        mapfile -t -O "${#queue[@]}" queue < <(apt_cache_in show --no-all-versions "$pkg" |
+            awk -F': ' '/^(Pre-)?Depends:/ {print $2}' | tr ',' '\n' |
+            sed -E 's/\|.*//; s/\(.*\)//; s/:any//; s/[[:space:]]//g' | grep -vxE 'perl|perl-base|' || true)
+    done
+}
+
+# The apt state's makedumpfile in a sysroot for QEMU_USER -L (unpacked
+# again when a package's version changed).
+fetch_makedumpfile() {
+    local cache=$1 qemu_user=$2 pkgs pkg stamp bin
+    mapfile -t pkgs < <(depends_closure makedumpfile)
+    stamp=$(for pkg in "${pkgs[@]}"; do echo "$pkg=$(candidate "$pkg")"; done)
+    sysroot=$cache/sysroot
+    if [[ $(cat "$sysroot/.packages" 2> /dev/null) != "$stamp" ]]; then
+        rm -rf "$sysroot"
+        mkdir -p "$sysroot"
+        for pkg in "${pkgs[@]}"; do
+            dpkg-deb -x "$(fetch_deb "$cache/debs" "$pkg")" "$sysroot"
+        done
+        # qemu-user's -L prefixes the paths a program opens, not the
+        # targets of absolute links (ppc64el's /lib64/ld64.so.2): those are
+        # made relative.
+        local link target
+        find "$sysroot" -type l -lname '/*' | while read -r link; do
+            target=$(readlink "$link")
+            ln -sfn "$(realpath -m --relative-to="$(dirname "$link")" "$sysroot$target")" "$link"
+        done
+        echo "$stamp" > "$sysroot/.packages"
+    fi
+    echo "sysroot: $(echo "$stamp" | tr '\n' ' ')"
+    # Debian 12 ships it as /usr/bin/makedumpfile (older releases: /usr/sbin).
+    for bin in "$sysroot"/usr/{bin,sbin}/makedumpfile; do [[ -x $bin ]] && break; done
+    mdf=("$qemu_user" -L "$sysroot" "$bin")
+    "${mdf[@]}" -v 2>&1 | head -n 1 | grep -q '^makedumpfile: version' ||
+        die "Debian's $apt_arch makedumpfile does not run under $qemu_user: $("${mdf[@]}" -v 2>&1 | head -n 3)"
+    "${mdf[@]}" -v 2>&1 | head -n 1
+}
+
+make_cpio() {
+    (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -1)
+}
+
+# wait_ready PREFIX LOG: shows the guest's PREFIX: lines as they come;
+# returns when it says READY (or DONE), fails when it says FAILED, panics
+# outside a crash it was asked for, QEMU exits, or the timeout passes (then
+# QEMU is killed). Sets boot_seconds.
+wait_ready() {
+    local prefix=$1 log=$2 start=$SECONDS shown=0 lines=()
+    while :; do
+        mapfile -t lines < <(grep -a "^$prefix:" "$log" 2> /dev/null | tr -d '\r')
+        for (( ; shown < ${#lines[@]}; shown++)); do
+            printf '[%3d s] %s\n' $((SECONDS - start)) "${lines[shown]}"
+        done
+        if printf '%s\n' "${lines[@]}" | grep -qxE "$prefix: (READY|DONE)"; then
+            boot_seconds=$((SECONDS - start))
+            return 0
+        fi
+        if printf '%s\n' "${lines[@]}" | grep -q "^$prefix: FAILED" ||
+            { grep -qa 'Kernel panic' "$log" && ! printf '%s\n' "${lines[@]}" | grep -q "^$prefix: crashing"; }; then
+            tail -n 30 "$log" >&2
+            die "the guest failed; the serial log's last lines are above"
+        fi
+        if ! kill -0 "$qpid" 2> /dev/null; then
+            cat "$work/qemu.out" >&2
+            tail -n 30 "$log" >&2
+            die "QEMU exited before the guest said READY or DONE"
+        fi
+        if ((SECONDS - start >= qemu_timeout)); then
+            kill "$qpid" 2> /dev/null || true
+            tail -n 30 "$log" >&2
+            die "the guest was not done after $qemu_timeout s: QEMU killed (the serial log's last lines are above; --timeout to wait longer)"
+        fi
+        sleep 0.5
+    done
+}
+
+# ---- the reference ------------------------------------------------------------------
+# run_makedumpfile NAME ARGS...: runs it in the reference folder (relative
+# names, so the reports name no host path), stdout and stderr kept apart,
+# with its exit status and time.
+run_makedumpfile() {
+    local name=$1 start=$EPOCHREALTIME rc=0
+    shift
+    (cd "$ref" && "${mdf[@]}" "$@" > "$name.stdout.txt" 2> "$name.stderr.txt") || rc=$?
+    printf '%s: exit %d, %s s: makedumpfile %s\n' "$name" "$rc" \
+        "$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')" "$*" | tee -a "$ref/runs.txt"
+}
+
+# The report part of makedumpfile's output, as ../shared/fixtures/expected has it.
+report_of() {
+    sed -n '/^Original pages/,/^Total pages/p' "$1"
+}
+
+vmcoreinfo_value() { sed -n "s/^$1=//p" "$cache/$fixture.vmcoreinfo"; }
+
+# libkdumpfile_read FILE: what libkdumpfile (python3-libkdumpfile) makes of
+# a vmcore or dump: its attributes, and init_uts_ns read through the
+# kernel's page tables (at the kernel virtual address VMCOREINFO gives), as
+# one JSON line.
+libkdumpfile_read() {
+    /usr/bin/python3 - "$1" "$(vmcoreinfo_value 'SYMBOL(init_uts_ns)')" \
+        "$(vmcoreinfo_value 'OFFSET(uts_namespace.name)')" << 'EOF'
+import json, sys, kdumpfile
+d = kdumpfile.kdumpfile(sys.argv[1])
+out = {}
+for name in ("file.format", "arch.name", "arch.page_size", "linux.uts.release", "linux.uts.machine"):
+    try:
+        out[name] = str(d.attr[name])
+    except Exception as e:
+        out[name] = f"error: {type(e).__name__}: {e}"
+uts, name = int(sys.argv[2], 16), int(sys.argv[3])
+key = "init_uts_ns at KVADDR %#x: sysname, release" % uts
+try:
+    d.attr["addrxlat.ostype"] = "linux"
+    # the utsname (sysname[65], nodename[65], release[65], ...) is at
+    # OFFSET(uts_namespace.name) of VMCOREINFO
+    raw = bytes(d.read(kdumpfile.KDUMP_KVADDR, uts + name, 3 * 65))
+    out[key] = [raw[i:i + 65].split(b"\0")[0].decode() for i in (0, 130)]
+except Exception as e:
+    out[key] = f"error: {type(e).__name__}: {e}"
+print(json.dumps(out))
+EOF
+}
+
+# make_reference [INPUT]: makedumpfile's -l -d 1, -l -d 31 and --dump-dmesg
+# of INPUT (default: the fixture's ELF, linked into the reference folder),
+# their reports, page counts from the bitmaps, libkdumpfile's reading of
+# the ELF and of both dumps.
+make_reference() {
+    local input=${1:-$fixture} level
+    for level in 1 31; do
+        run_makedumpfile "d$level" --message-level 22 -l -d "$level" "$input" "d$level.kdump"
+        report_of "$ref/d$level.stdout.txt" > "$ref/d$level.report.txt"
+    done
+    run_makedumpfile dmesg --dump-dmesg "$input" dmesg.txt
+    {
+        for level in 1 31; do
+            [[ -s $ref/d$level.kdump ]] || { echo "d$level: no output"; continue; }
+            echo "d$level bitmaps (tests/py/kdump_bitmap.py): $(/usr/bin/python3 tests/py/kdump_bitmap.py "$ref/d$level.kdump")"
+            echo "d$level libkdumpfile vs the ELF (tests/py/compare_dump.py): $(/usr/bin/python3 tests/py/compare_dump.py \
+                "$ref/d$level.kdump" "$elf" --excluded-ok 2>&1 || true)"
+        done
+        echo "libkdumpfile on the ELF: $(libkdumpfile_read "$elf" 2>&1 || true)"
+        for level in 1 31; do
+            echo "libkdumpfile on d$level.kdump: $(libkdumpfile_read "$ref/d$level.kdump" 2>&1 || true)"
+        done
+    } > "$ref/readers.txt"
+    cat "$ref/readers.txt"
+    summarize_reference > "$ref/summary.md"
+    cat "$ref/summary.md"
+}
+
+# summarize_reference: one table line per dump level, in decimal: what
+# makedumpfile's report counts, pages set in the output's 2nd bitmap, its
+# size and time.
+summarize_reference() {
+    local level report pages wall
+    # count LABEL: the report's hexadecimal count on that line, in decimal
+    count() { printf '%d' "$(sed -n "s/^ *$1 *: \(0x[0-9a-f]*\)$/\1/p" "$report")"; }
+    echo "| -d | comp | wall s | output bytes | pages in file | zero | cache | cache priv | user | free | remaining |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    for level in 1 31; do
+        report=$ref/d$level.report.txt
+        pages=$(/usr/bin/python3 tests/py/kdump_bitmap.py "$ref/d$level.kdump" |
+            /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["pages_in_file"])')
+        wall=$(sed -n "s/^d$level: exit 0, \([0-9.]*\) s:.*/\1/p" "$ref/runs.txt")
+        printf '| %s | lzo | %s | %d | %d | %d | %d | %d | %d | %d | %d |\n' "$level" "$wall" \
+            "$(stat -c %s "$ref/d$level.kdump")" "$pages" "$(count 'Pages filled with zero')" \
+            "$(count 'Non-private cache pages')" "$(count 'Private cache pages')" \
+            "$(count 'User process data pages')" "$(count 'Free pages')" "$(count 'Remaining pages')"
+    done
+}
+
+install_reference() {
+    local dest=$1
+    mkdir -p "$dest"
+    cp "$ref"/{version.txt,runs.txt,readers.txt,summary.md} "$dest/"
+    cp "$ref"/*.std{out,err}.txt "$dest/"
+    cp "$ref"/d{1,31}.report.txt "$ref/dmesg.txt" "$dest/"
+    cp "$cache/$fixture.info" "$dest/info.txt"
+    cp "$cache/$fixture.vmcoreinfo" "$dest/vmcoreinfo.txt"
+    echo "reference results copied to $dest"
+}

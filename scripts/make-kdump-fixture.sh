@@ -1,0 +1,325 @@
+#!/usr/bin/env bash
+# Makes a real vmcore of another architecture through kdump in the guest:
+# Debian's kernel of that architecture booted under QEMU (TCG) with
+# crashkernel=, the capture kernel loaded with Debian's kexec-tools
+# (`kexec -p`), the workload of tests/fixtures/workload.sh, sysrq c; the
+# capture kernel copies its /proc/vmcore to a disk the host reads. Then
+# the reference results of that architecture's Debian makedumpfile, run
+# through qemu-user, read back by the host's libkdumpfile.
+#
+#   1. host tools (apt-get): QEMU, qemu-user-static, the cross compiler
+#   2. a second apt state for the architecture in target/kdump/ARCH/apt
+#      (scripts/lib/debian.sh): the machine's apt sources are left alone
+#   3. apt-get download there: the kernel, busybox-static, kexec-tools with
+#      its libraries, makedumpfile's closure (unpacked, never installed)
+#   4. two initramfs: the capture kernel's (busybox, the init, modules) and
+#      the first kernel's (that, the kernel itself, the capture initramfs,
+#      kexec and memfill); an ext4 data disk for the page cache
+#   5. boot; wait for DONE on the console (QEMU is killed after --timeout)
+#   6. the vmcore is the output disk cut to the size the capture kernel
+#      gave; checks (VMCOREINFO note, OSRELEASE), the info file, zstd
+#   7. makedumpfile -l -d 1 and -d 31, --dump-dmesg (scripts/lib/fixture.sh)
+#
+# Usage: scripts/make-kdump-fixture.sh --arch ppc64el [--mmu radix|hash]
+#            [--name NAME] [--timeout SECONDS] [--suite SUITE] [--kernel PACKAGE]
+#            [--zstd-level N] [--refresh] [--no-reference] [--install-expected]
+#   --arch              ppc64el (pseries, 64 KiB pages)
+#   --mmu               ppc64el: radix (POWER9's default) or hash
+#                       (disable_radix on the kernel command line)
+#   --name              the fixture's name (default vmcore-ARCH[-hash])
+#   --timeout           kill QEMU when the guest is not DONE after this many
+#                       seconds (default 1500)
+#   --suite             the Debian release of the kernel (default bookworm)
+#   --kernel            the kernel package (default: the one the flavour's
+#                       meta package depends on)
+#   --zstd-level        zstd's level for NAME.zst (default 9)
+#   --refresh           apt-get update the lists even when under a day old
+#   --no-reference      stop after the fixture (no makedumpfile runs)
+#   --install-expected  copy the reference results to
+#                       tests/fixtures/kdump/expected/NAME
+# As root. Results in target/kdump/ARCH: NAME (the capture kernel's
+# /proc/vmcore), NAME.zst, NAME.info, NAME.vmcoreinfo, NAME.serial.log,
+# NAME.reference/. Downloads stay there between runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/tools.sh
+source scripts/lib/debian.sh
+source scripts/lib/fixture.sh
+export PYTHONDONTWRITEBYTECODE=1
+
+arch='' mmu=radix fixture='' zstd_level=9 qemu_timeout=1500 suite=bookworm kernel_pkg='' refresh=0 reference=1 install_expected=0
+while (($#)); do
+    case $1 in
+        --arch) arch=$2; shift 2 ;;
+        --mmu) mmu=$2; shift 2 ;;
+        --name) fixture=$2; shift 2 ;;
+        --timeout) qemu_timeout=$2; shift 2 ;;
+        --suite) suite=$2; shift 2 ;;
+        --kernel) kernel_pkg=$2; shift 2 ;;
+        --zstd-level) zstd_level=$2; shift 2 ;;
+        --refresh) refresh=1; shift ;;
+        --no-reference) reference=0; shift ;;
+        --install-expected) install_expected=1; shift ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
+        *) echo "make-kdump-fixture.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+die() { echo "make-kdump-fixture: FAILED: $*" >&2; exit 1; }
+[[ $(id -u) -eq 0 ]] || die "run as root (apt-get, mknod for the initramfs)"
+
+# What each architecture needs: the kernel flavour's meta package, QEMU's
+# system and user emulators, the cross compiler (for memfill), the
+# console, QEMU's machine and the guest's RAM and crashkernel=.
+case $arch in
+    ppc64el)
+        flavour=powerpc64le qemu_system=qemu-system-ppc64:qemu-system-ppc
+        qemu_user=qemu-ppc64le-static cross=powerpc64le-linux-gnu console=hvc0
+        # pseries: the console is the spapr VTY QEMU makes for -serial;
+        # POWER9 uses the radix MMU unless the kernel is told disable_radix.
+        machine=(-M pseries -cpu power9 -m 1G) crashkernel=384M
+        case $mmu in
+            radix) mmu_append='' ;;
+            hash) mmu_append=' disable_radix' ;;
+            *) die "--mmu $mmu: radix or hash" ;;
+        esac
+        ;;
+    '') die "--arch is required (ppc64el)" ;;
+    *) die "--arch $arch: only ppc64el so far" ;;
+esac
+[[ -n $fixture ]] || fixture=vmcore-$arch$([[ $mmu == radix ]] || echo "-$mmu")
+cache=$PWD/target/kdump/$arch
+
+# step NAME COMMAND...: runs it and notes how long it took, for the summary.
+timings=()
+step() {
+    local name=$1 start=$SECONDS
+    shift
+    echo "== $name"
+    "$@"
+    timings+=("$(printf '%-10s %4d s' "$name" $((SECONDS - start)))")
+}
+
+host_tools() {
+    apt_ensure "${qemu_system}" "$qemu_user:qemu-user-static" "$cross-gcc:gcc-$cross" cpio:cpio \
+        mke2fs:e2fsprogs modprobe:kmod zstd:zstd readelf:binutils timeout:coreutils \
+        py/kdumpfile:python3-libkdumpfile
+    # A static memfill needs the cross libc's libc.a, only a Recommends of
+    # the cross compiler.
+    [[ -e /usr/$cross/lib/libc.a ]] || apt_ensure "/usr/$cross/lib/libc.a:libc6-dev-$arch-cross"
+}
+
+setup_apt() {
+    ((refresh)) && rm -f "$cache/apt/sources.list"
+    apt_state "$cache/apt" "$arch" "$suite"
+}
+
+fetch_guest_kernel() {
+    if [[ -z $kernel_pkg ]]; then
+        kernel_pkg=$(apt_cache_in depends "linux-image-$flavour" | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+        [[ -n $kernel_pkg ]] || die "apt-cache finds no kernel package that linux-image-$flavour depends on"
+    fi
+    fetch_kernel "$cache" "$kernel_pkg"
+    grep -E '^CONFIG_(PPC_64K_PAGES|PPC_4K_PAGES|PPC_RADIX_MMU|KEXEC|KEXEC_FILE|CRASH_DUMP|RELOCATABLE|PGTABLE_LEVELS)=' \
+        "$kroot/boot/config-$kver" | tr '\n' ' '
+    echo
+}
+
+# Unpacks busybox-static and kexec-tools with the libraries kexec needs
+# (its NEEDED entries and the ELF interpreter, from the closure's packages).
+fetch_guest_tools() {
+    busybox_version=$(candidate busybox-static)
+    busybox_root=$cache/busybox-static-${busybox_version/:/%3a}
+    unpack "$(fetch_deb "$cache/debs" busybox-static)" "$busybox_root"
+    [[ -x $busybox_root/bin/busybox ]] || die "busybox-static has no bin/busybox"
+    kexec_version=$(candidate kexec-tools)
+    kexec_root=$cache/kexec-tools-${kexec_version/:/%3a}
+    if [[ ! -d $kexec_root ]]; then
+        local pkg
+        mkdir -p "$kexec_root.tmp"
+        for pkg in $(depends_closure kexec-tools | grep -vxE 'debconf|debconf-2.0|cdebconf'); do
+            dpkg-deb -x "$(fetch_deb "$cache/debs" "$pkg")" "$kexec_root.tmp"
+        done
+        mv "$kexec_root.tmp" "$kexec_root"
+    fi
+    for kexec_bin in "$kexec_root"/{sbin,usr/sbin}/kexec; do [[ -x $kexec_bin ]] && break; done
+    [[ -x $kexec_bin ]] || die "kexec-tools has no sbin/kexec"
+    echo "busybox-static $busybox_version, kexec-tools $kexec_version"
+}
+
+# copy_with_libraries ROOT BIN TREE: BIN into TREE/sbin, and the shared
+# libraries it needs from ROOT at the same paths in TREE.
+copy_with_libraries() {
+    local root=$1 bin=$2 tree=$3 lib path interp
+    install -D -m 0755 "$bin" "$tree/sbin/${bin##*/}"
+    interp=$(readelf -l "$bin" | sed -n 's/.*Requesting program interpreter: \(.*\)]/\1/p')
+    for lib in ${interp:+"${interp##*/}"} $(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+        path=$(cd "$root" && find . \( -type f -o -type l \) -name "$lib" | head -n 1)
+        [[ -n $path ]] || die "no $lib for ${bin##*/} in $root"
+        install -D -m 0755 "$(readlink -f "$root/$path")" "$tree/${path#./}"
+    done
+    if [[ -n $interp && ! -e $tree$interp ]]; then
+        path=$(cd "$tree" && find . -name "${interp##*/}" | head -n 1)
+        mkdir -p "$tree$(dirname "$interp")"
+        ln -s "/${path#./}" "$tree$interp"
+    fi
+}
+
+# The capture kernel's initramfs, then the first kernel's around it.
+build_initramfs() {
+    local capture=$work/capture first=$work/first
+    mkdir -p "$capture"/{bin,sbin,dev,proc,sys,tmp,data,modules}
+    mknod -m 600 "$capture/dev/console" c 5 1
+    install -m 0755 "$busybox_root/bin/busybox" "$capture/bin/busybox"
+    install -m 0755 tests/fixtures/kdump/guest/init "$capture/init"
+    install -m 0644 tests/fixtures/workload.sh "$capture/workload.sh"
+    # crc32c first: ext4 asks for it by name (a soft dependency).
+    copy_modules "$kroot" "$kver" "$capture/modules" virtio_pci virtio_blk crc32c_generic ext4
+    make_cpio "$capture" > "$work/initrd-capture.gz"
+    cp -a "$capture" "$first"
+    mkdir -p "$first/boot"
+    "$cross-gcc" -O2 -Wall -Werror -static -o "$first/bin/memfill" tests/capture/memfill.c
+    copy_with_libraries "$kexec_root" "$kexec_bin" "$first"
+    cp "$vmlinuz" "$first/boot/vmlinux"
+    cp "$work/initrd-capture.gz" "$first/boot/initrd-capture.gz"
+    make_cpio "$first" > "$work/initrd.gz"
+    echo "initramfs: first kernel's $(stat -c %s "$work/initrd.gz") bytes," \
+        "capture kernel's $(stat -c %s "$work/initrd-capture.gz"), modules: $(tr '\n' ' ' < "$capture/modules/order")"
+}
+
+# The data disk, read-only in the guest: some of the kernel package's file
+# system modules, the same bytes every run.
+data_dirs=(btrfs ext4 nfs xfs)
+make_disk() {
+    data_img=$cache/data-$kver-$(IFS=-; echo "${data_dirs[*]}").img
+    [[ -s $data_img ]] && return 0
+    local dir root=$work/diskroot
+    mkdir -p "$root"
+    for dir in "${data_dirs[@]}"; do
+        cp -a "$kroot/lib/modules/$kver/kernel/fs/$dir" "$root/"
+    done
+    E2FSPROGS_FAKE_TIME=1700000000 mke2fs -q -t ext4 -b 4096 -U 6b64756d-702d-6669-7874-000000000001 \
+        -E root_owner=0:0,hash_seed=6b64756d-702d-6669-7874-000000000002 \
+        -d "$root" "$data_img.tmp" 32M
+    mv "$data_img.tmp" "$data_img"
+}
+
+qpid=
+cleanup() {
+    if [[ -n $qpid ]] && kill -0 "$qpid" 2> /dev/null; then
+        kill "$qpid" 2> /dev/null || true
+        wait "$qpid" 2> /dev/null || true
+    fi
+    rm -rf "$work"
+}
+
+boot_and_crash() {
+    local log=$work/serial.log out_img=$cache/$fixture.disk size
+    elf=$cache/$fixture
+    rm -f "$elf" "$elf.zst"
+    # The output disk: larger than the guest's RAM, sparse.
+    rm -f "$out_img"
+    truncate -s 1200M "$out_img"
+    local append="console=$console crashkernel=$crashkernel panic=-1 loglevel=6$mmu_append"
+    # shellcheck disable=SC2054 # the commas are inside single arguments
+    qemu=("${qemu_system%%:*}" "${machine[@]}" -accel tcg -smp 1
+        -nodefaults -display none -no-reboot -serial "file:$log"
+        -kernel "$vmlinuz" -initrd "$work/initrd.gz" -append "$append"
+        -drive "if=none,id=data,file=$data_img,format=raw,snapshot=on"
+        -device virtio-blk-pci,drive=data,serial=data
+        -drive "if=none,id=out,file=$out_img,format=raw"
+        -device virtio-blk-pci,drive=out,serial=vmcore)
+    echo "${qemu[*]}"
+    : > "$log"
+    timeout --kill-after=10 $((qemu_timeout + 300)) "${qemu[@]}" > "$work/qemu.out" 2>&1 &
+    qpid=$!
+    wait_ready KDUMP "$log"
+    # The capture kernel powers off after DONE.
+    local waited=0
+    while kill -0 "$qpid" 2> /dev/null && ((waited++ < 120)); do sleep 0.5; done
+    kill "$qpid" 2> /dev/null || true
+    wait "$qpid" || true
+    qpid=
+    cp "$log" "$cache/$fixture.serial.log"
+    size=$(grep -a '^KDUMP: vmcore: ' "$log" | tr -d '\r' | sed -n 's/^KDUMP: vmcore: \([0-9]*\) bytes.*/\1/p')
+    [[ -n $size ]] || die "the capture kernel gave no vmcore size"
+    truncate -s "$size" "$out_img"
+    mv "$out_img" "$elf"
+    chmod 0644 "$elf"
+}
+
+check_and_describe() {
+    readelf -n -W "$elf" | grep -q VMCOREINFO || die "$elf has no VMCOREINFO note"
+    python3 scripts/lib/elfcore.py vmcoreinfo "$elf" > "$cache/$fixture.vmcoreinfo"
+    local release
+    release=$(vmcoreinfo_value OSRELEASE)
+    [[ $release == "$kver" ]] || die "OSRELEASE=$release in VMCOREINFO, the kernel is $kver"
+    {
+        echo "$arch vmcore fixture (kdump in the guest), made by scripts/make-kdump-fixture.sh on $(date -u +%F)"
+        echo "kernel: $kernel_pkg $(candidate "$kernel_pkg") ($release), MMU $mmu"
+        echo "kernel config: $(grep -E '^CONFIG_(PPC_64K_PAGES|PPC_4K_PAGES|PPC_RADIX_MMU|KEXEC_FILE|PGTABLE_LEVELS)=' \
+            "$kroot/boot/config-$kver" | tr '\n' ' ')"
+        echo "busybox-static: $busybox_version  kexec-tools: $kexec_version"
+        echo "qemu: $("${qemu_system%%:*}" --version | head -n 1)"
+        local command="${qemu[*]}"
+        command=${command//$work/\$WORK}
+        echo "qemu command: ${command//$PWD\//}"
+        grep -a '^KDUMP: ' "$cache/$fixture.serial.log" | tr -d '\r' | grep -E 'page size|mmu|kallsyms|crashkernel|meminfo|capture kernel' |
+            sed 's/^KDUMP: /guest: /'
+        echo "page size: $(vmcoreinfo_value PAGESIZE)"
+        echo "layout keys of VMCOREINFO:"
+        grep -E 'KERNEL|PAGESIZE|RADIX|mmu_|vmemmap|VMEMMAP|MODULES|VMALLOC|mem_section|SECTION_SIZE|MAX_PHYSMEM|swapper|_stext|SIZE\(page\)' \
+            "$cache/$fixture.vmcoreinfo" | sed 's/^/  /'
+        echo "ELF (scripts/lib/elfcore.py summary):"
+        python3 scripts/lib/elfcore.py summary "$elf" | sed 's/^/  /'
+        echo "boot to DONE: $boot_seconds s"
+    } > "$cache/$fixture.info"
+    grep -E '^(kernel|page size|guest: mmu)' "$cache/$fixture.info"
+}
+
+compress() {
+    zstd -q -f -T0 "-$zstd_level" "$elf" -o "$elf.zst"
+    elf_bytes=$(stat -c %s "$elf") zst_bytes=$(stat -c %s "$elf.zst") elf_sha=$(sha256sum "$elf" | cut -d' ' -f1)
+    {
+        echo "files:"
+        echo "  $fixture      $elf_bytes bytes  sha256 $elf_sha"
+        echo "  $fixture.zst  $zst_bytes bytes (zstd -$zstd_level)"
+    } >> "$cache/$fixture.info"
+    echo "$fixture: $elf_bytes bytes, zstd $zst_bytes bytes, sha256 $elf_sha"
+}
+
+reference_of_vmcore() {
+    ref=$cache/$fixture.reference
+    rm -rf "$ref"
+    mkdir -p "$ref"
+    "${mdf[@]}" -v 2>&1 | head -n 1 > "$ref/version.txt"
+    ln -s "../$fixture" "$ref/$fixture"
+    make_reference "$fixture"
+    rm -f "$ref/$fixture"
+}
+
+main() {
+    local start=$SECONDS
+    work=$(mktemp -d /tmp/make-kdump-fixture.XXXXXX)
+    trap cleanup EXIT
+    mkdir -p "$cache"
+    step tools host_tools
+    step apt setup_apt
+    step kernel fetch_guest_kernel
+    step guest-tools fetch_guest_tools
+    if ((reference)); then step mdf-root fetch_makedumpfile "$cache" "$qemu_user"; fi
+    step initramfs build_initramfs
+    step disk make_disk
+    step boot+crash boot_and_crash
+    step check check_and_describe
+    step zstd compress
+    if ((reference)); then
+        step reference reference_of_vmcore
+        if ((install_expected)); then install_reference "tests/fixtures/kdump/expected/$fixture"; fi
+    fi
+    echo "== timings"
+    printf '%s\n' "${timings[@]}" "$(printf '%-10s %4d s' total $((SECONDS - start)))" |
+        tee -a "$cache/$fixture.info"
+}
+
+main
