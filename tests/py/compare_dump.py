@@ -29,6 +29,7 @@ PT_LOAD = 1
 
 
 def elf_loads(f):
+    f.seek(0)
     head = f.read(64)
     if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
         sys.exit("not a little-endian ELF64 file")

@@ -108,6 +108,9 @@ impl VmemmapList {
 pub struct Ppc64 {
     page_shift: u32,
     mmu: Mmu,
+    /// Whether VMCOREINFO said which MMU (`NUMBER(RADIX_MMU)`); if not,
+    /// `vmemmap_list` tells ([`Ppc64::read_vmemmap_list`]).
+    mmu_given: bool,
     /// Index bits per level, PTE first.
     index_bits: [u32; 4],
     linear_end: u64,
@@ -121,6 +124,16 @@ fn bad(key: &'static str, value: impl Into<i128>, reason: &'static str) -> XlatE
     XlatError::BadKey { key, value: value.into(), reason }
 }
 
+/// Index bits per level of the kernel's tables, PTE first.
+fn index_bits(mmu: Mmu, page_shift: u32) -> [u32; 4] {
+    match (mmu, page_shift) {
+        (Mmu::Radix, 16) => [5, 9, 9, 13],
+        (Mmu::Radix, _) => [9, 9, 9, 13],
+        (Mmu::Hash, 16) => [8, 10, 10, 8],
+        (Mmu::Hash, _) => [9, 7, 9, 9],
+    }
+}
+
 /// The physical address of a linear-map address (`None` outside it).
 fn linear(vaddr: u64, linear_end: u64) -> Option<u64> {
     (PPC64_PAGE_OFFSET..linear_end).contains(&vaddr).then(|| vaddr - PPC64_PAGE_OFFSET)
@@ -132,8 +145,8 @@ impl Ppc64 {
     ///
     /// # Errors
     ///
-    /// [`XlatError::MissingKey`] without `PAGESIZE`, `NUMBER(RADIX_MMU)`
-    /// or `SYMBOL(swapper_pg_dir)`; [`XlatError::BadKey`] for a page size
+    /// [`XlatError::MissingKey`] without `PAGESIZE` or
+    /// `SYMBOL(swapper_pg_dir)`; [`XlatError::BadKey`] for a page size
     /// other than 4 or 64 KiB, or a root outside the linear map.
     pub fn new(info: &VmcoreInfo, _loads: &[LoadSegment]) -> Result<Self, XlatError> {
         let page_size = info.page_size().ok_or(XlatError::MissingKey("PAGESIZE"))?;
@@ -142,18 +155,13 @@ impl Ppc64 {
             65536 => 16,
             _ => return Err(bad("PAGESIZE", page_size, "ppc64 pages are 4096 or 65536 bytes")),
         };
-        // Kernels before 4.17 do not export it; their MMU is in
-        // cur_cpu_spec->mmu_features, which vmdump does not read.
-        let mmu = match info.number("RADIX_MMU").ok_or(XlatError::MissingKey("NUMBER(RADIX_MMU)"))? {
-            1 => Mmu::Radix,
-            0 => Mmu::Hash,
-            other => return Err(bad("NUMBER(RADIX_MMU)", other, "neither 0 (hash) nor 1 (radix)")),
-        };
-        let index_bits = match (mmu, page_shift) {
-            (Mmu::Radix, 16) => [5, 9, 9, 13],
-            (Mmu::Radix, _) => [9, 9, 9, 13],
-            (Mmu::Hash, 16) => [8, 10, 10, 8],
-            (Mmu::Hash, _) => [9, 7, 9, 9],
+        // Kernels before 6.4 (bookworm's 6.1) do not export it: radix is
+        // then assumed until vmemmap_list says otherwise.
+        let (mmu, mmu_given) = match info.number("RADIX_MMU") {
+            Some(1) => (Mmu::Radix, true),
+            Some(0) => (Mmu::Hash, true),
+            Some(other) => return Err(bad("NUMBER(RADIX_MMU)", other, "neither 0 (hash) nor 1 (radix)")),
+            None => (Mmu::Radix, false),
         };
         let linear_end = match info.number("vmalloc_start") {
             Some(v) if (v as u64) > PPC64_PAGE_OFFSET => v as u64,
@@ -172,7 +180,8 @@ impl Ppc64 {
         Ok(Ppc64 {
             page_shift,
             mmu,
-            index_bits,
+            mmu_given,
+            index_bits: index_bits(mmu, page_shift),
             linear_end,
             physmem_bits,
             kerneloffset: info.kerneloffset().unwrap_or(0),
@@ -196,7 +205,9 @@ impl Ppc64 {
     /// needs it for vmemmap; on a radix kernel the walk gives the same,
     /// which is checked at the list's first block. Nothing is kept when
     /// VMCOREINFO lacks the list's keys or the list is empty (a radix
-    /// kernel after 6.6 keeps none).
+    /// kernel after 6.6 keeps none). Without `NUMBER(RADIX_MMU)`, the
+    /// MMU is the one whose tables map the first block where the list
+    /// says: radix if the radix walk finds it there, else hash.
     ///
     /// # Errors
     ///
@@ -211,10 +222,14 @@ impl Ppc64 {
         read_u32: &dyn Fn(u64) -> Result<u32, XlatError>,
         walk: &dyn Fn(&Ppc64, u64) -> Result<u64, XlatError>,
     ) -> Result<(), XlatError> {
+        const UNTOLD: &str = "NUMBER(RADIX_MMU), or a vmemmap_list to tell the MMU";
         let Some(list) = VmemmapKeys::of(info) else {
-            return match self.mmu {
-                Mmu::Hash => Err(XlatError::MissingKey("SYMBOL(vmemmap_list) and its structures (hash MMU)")),
-                Mmu::Radix => Ok(()),
+            return match (self.mmu, self.mmu_given) {
+                (_, false) => Err(XlatError::MissingKey(UNTOLD)),
+                (Mmu::Hash, _) => {
+                    Err(XlatError::MissingKey("SYMBOL(vmemmap_list) and its structures (hash MMU)"))
+                }
+                (Mmu::Radix, true) => Ok(()),
             };
         };
         let psize = read_u32(list.psize_index)?;
@@ -236,18 +251,31 @@ impl Ppc64 {
             at = read_u64(at + list.next)?;
         }
         if blocks.is_empty() {
-            return match self.mmu {
-                Mmu::Hash => Err(bad("SYMBOL(vmemmap_list)", head, "empty on a hash-MMU kernel")),
-                Mmu::Radix => Ok(()),
+            return match (self.mmu, self.mmu_given) {
+                (_, false) => Err(XlatError::MissingKey(UNTOLD)),
+                (Mmu::Hash, _) => Err(bad("SYMBOL(vmemmap_list)", head, "empty on a hash-MMU kernel")),
+                (Mmu::Radix, true) => Ok(()),
             };
         }
         let vmemmap = VmemmapList::new(1 << shift, blocks);
         if self.mmu == Mmu::Radix {
             let first = vmemmap.blocks()[0];
-            let tables = walk(self, first.virt)?;
-            if tables != first.phys {
-                let what = "vmemmap_list's first block";
-                return Err(XlatError::Inconsistent { what, vaddr: first.virt, tables, formula: first.phys });
+            match walk(self, first.virt) {
+                Ok(tables) if tables == first.phys => {}
+                _ if !self.mmu_given => {
+                    self.mmu = Mmu::Hash;
+                    self.index_bits = index_bits(Mmu::Hash, self.page_shift);
+                }
+                Ok(tables) => {
+                    let what = "vmemmap_list's first block";
+                    return Err(XlatError::Inconsistent {
+                        what,
+                        vaddr: first.virt,
+                        tables,
+                        formula: first.phys,
+                    });
+                }
+                Err(e) => return Err(e),
             }
         }
         self.vmemmap = Some(vmemmap);

@@ -101,6 +101,17 @@ fn info(mode: &Mode, swapper: u64, extra: &str) -> VmcoreInfo {
     VmcoreInfo::parse(text.as_bytes()).unwrap()
 }
 
+/// The same without `NUMBER(RADIX_MMU)` (kernels before 6.4).
+fn untold(info: &VmcoreInfo) -> VmcoreInfo {
+    let text: String = info
+        .text()
+        .lines()
+        .filter(|l| !l.starts_with("NUMBER(RADIX_MMU)="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    VmcoreInfo::parse(text.as_bytes()).unwrap()
+}
+
 fn check(mem: &KernelMemory<'_, MemPhys>, cases: &[(u64, u64)]) {
     for &(va, pa) in cases {
         assert_eq!(mem.translate(va).unwrap(), pa, "{va:#x}");
@@ -207,6 +218,11 @@ fn ppc64_hash_64k_vmalloc_and_vmemmap_list() {
     );
     // Past the last block, vmemmap is not in a hash kernel's tables.
     assert!(mem.translate(0xc00c_0000_0200_0000).is_err());
+    // Untold, the radix walk does not find the list's first block: hash.
+    let told_by_list = untold(&info);
+    let mem = KernelMemory::open(&t.m, &told_by_list, &[]).unwrap();
+    assert_eq!(mem.arch().ppc64().unwrap().mmu(), Mmu::Hash);
+    check(&mem, &[(module + 0xfff8, 0x0555_fff8), (0xc00c_0000_0100_0000, 0x2100_0000)]);
     // A hash kernel without the list cannot translate vmemmap: refused at once.
     let bare = self::info(&HASH_64K, 0xc000_0000_0180_0000, "");
     match KernelMemory::open(&t.m, &bare, &[]).unwrap_err() {
@@ -251,6 +267,12 @@ fn ppc64_radix_list_checked_against_tables() {
         t.m.put_bytes(0x0120_0000, &1u32.to_le_bytes());
         t.m.put_bytes(0x0130_0010, &21u32.to_le_bytes());
         let info = info(&RADIX_64K, 0xc000_0000_0199_0000, keys);
+        // Untold, the list tells: radix where the tables map its first
+        // block as it says, else hash (whose vmemmap is the list's).
+        let mem = KernelMemory::open(&t.m, &untold(&info), &[]).unwrap();
+        let (mmu, at) = if ok { (Mmu::Radix, 0x3e10_0000) } else { (Mmu::Hash, 0x3d10_0000) };
+        assert_eq!(mem.arch().ppc64().unwrap().mmu(), mmu);
+        check(&mem, &[(0xc00c_0000_0010_0000, at)]);
         match (KernelMemory::open(&t.m, &info, &[]), ok) {
             (Ok(mem), true) => {
                 assert_eq!(mem.arch().ppc64().unwrap().vmemmap_list().unwrap().blocks().len(), 1);
@@ -267,7 +289,6 @@ fn ppc64_refusals() {
     let m = MemPhys::with_page_size(65536);
     let cases = [
         ("PAGESIZE=16384\nSYMBOL(swapper_pg_dir)=c000000001990000\nNUMBER(RADIX_MMU)=1\n", "PAGESIZE"),
-        ("PAGESIZE=65536\nSYMBOL(swapper_pg_dir)=c000000001990000\n", "NUMBER(RADIX_MMU)"),
         ("PAGESIZE=65536\nSYMBOL(swapper_pg_dir)=c008000001990000\nNUMBER(RADIX_MMU)=1\n", "swapper_pg_dir"),
         ("PAGESIZE=65536\nNUMBER(RADIX_MMU)=1\n", "swapper_pg_dir"),
     ];
@@ -277,7 +298,14 @@ fn ppc64_refusals() {
         assert!(err.to_string().contains(key), "{text}: {err}");
         assert!(KernelMemory::open(&m, &info, &[]).is_err());
     }
-    let info = info(&RADIX_64K, 0xc000_0000_0199_0000, "");
+    // Neither NUMBER(RADIX_MMU) nor a vmemmap_list: the MMU is unknown
+    // (mmu_psize_defs names the machine).
+    let info = untold(&info(&RADIX_64K, 0xc000_0000_0199_0000, "SYMBOL(mmu_psize_defs)=c000000001300000\n"));
+    match KernelMemory::open(&m, &info, &[]).unwrap_err() {
+        XlatError::MissingKey(key) => assert!(key.contains("RADIX_MMU"), "{key}"),
+        other => panic!("{other}"),
+    }
+    let info = self::info(&RADIX_64K, 0xc000_0000_0199_0000, "");
     let arch = Ppc64::new(&info, &[]).unwrap();
     assert_eq!((arch.machine().name(), arch.levels()), ("ppc64le", 4));
 }
