@@ -44,13 +44,17 @@ scripts/faults.sh 3
 # upstream's: the checks that need no judge (about 3 minutes each; the
 # vmcore-SK72 tests judge 7.2 by upstream's files); Debian's arm64 kernel
 # under qemu-system-aarch64, dumped beside Debian's arm64 makedumpfile
-# (about 1 minute); the Debian packages, the diversion, the initramfs-tools
-# hook and the dracut module in a debootstrap chroot (1 to 5 minutes).
+# (about 1 minute); Debian's ppc64el kernel under qemu-system-ppc64,
+# crashed with kdump in the guest (radix and hash MMU), dumped beside
+# Debian's ppc64el makedumpfile (about 2 minutes); the Debian packages,
+# the diversion, the initramfs-tools hook and the dracut module in a
+# debootstrap chroot (1 to 5 minutes).
 if [[ $(id -u) -ne 0 ]]; then
-    echo "error: scripts/capture-test.sh, arm64-test.sh and test-packages.sh need root: run scripts/test.sh as root" >&2
+    echo "error: scripts/capture-test.sh, arm64-test.sh, kdump-arch-test.sh and test-packages.sh need root: run scripts/test.sh as root" >&2
     exit 1
 fi
 scripts/capture-test.sh
 scripts/capture-test.sh --suite newest --judge none
 scripts/arm64-test.sh
+scripts/kdump-arch-test.sh
 scripts/test-packages.sh --no-build
