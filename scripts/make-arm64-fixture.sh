@@ -73,15 +73,6 @@ done
 die() { echo "make-arm64-fixture: FAILED: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || die "run as root (apt-get, mknod for the initramfs)"
 
-# step NAME COMMAND...: runs it and notes how long it took, for the summary.
-timings=()
-step() {
-    local name=$1 start=$SECONDS
-    shift
-    echo "== $name"
-    "$@"
-    timings+=("$(printf '%-10s %4d s' "$name" $((SECONDS - start)))")
-}
 
 host_tools() {
     apt_ensure qemu-system-aarch64:qemu-system-arm qemu-aarch64-static:qemu-user-static \
@@ -144,34 +135,10 @@ build_initramfs() {
     echo "initramfs: $(stat -c %s "$work/initrd.gz") bytes, modules: $(tr '\n' ' ' < "$tree/modules/order")"
 }
 
-# The data disk, read-only in the guest: real files for the page cache,
-# some of the kernel package's file system modules (10 MiB: enough pages of
-# each kind, little for zstd to carry), the same bytes every run (fixed
-# UUID, hash seed and time).
-data_dirs=(btrfs ext4 nfs xfs)
-make_disk() {
-    data_img=$cache/data-$kver-$(IFS=-; echo "${data_dirs[*]}").img
-    [[ -s $data_img ]] && return 0
-    local dir root=$work/diskroot
-    mkdir -p "$root"
-    for dir in "${data_dirs[@]}"; do
-        cp -a "$kroot/lib/modules/$kver/kernel/fs/$dir" "$root/"
-    done
-    E2FSPROGS_FAKE_TIME=1700000000 mke2fs -q -t ext4 -b 4096 -U 61726d36-342d-6669-7874-000000000001 \
-        -E root_owner=0:0,hash_seed=61726d36-342d-6669-7874-000000000002 \
-        -d "$root" "$data_img.tmp" 32M
-    mv "$data_img.tmp" "$data_img"
-}
+# The data disk (scripts/lib/fixture.sh), with its own UUID.
+make_disk() { make_data_disk 61726d36-342d-6669-7874; }
 
 # ---- boot and dump ---------------------------------------------------------------
-qpid=
-cleanup() {
-    if [[ -n $qpid ]] && kill -0 "$qpid" 2> /dev/null; then
-        kill "$qpid" 2> /dev/null || true
-        wait "$qpid" 2> /dev/null || true
-    fi
-    rm -rf "$work"
-}
 
 boot_and_dump() {
     local log=$work/serial.log qmp_sock=$work/qmp.sock
@@ -258,16 +225,6 @@ check_and_describe() {
     grep -E '^(kernel|page size|KERNELOFFSET|kimage)' "$cache/$fixture.info"
 }
 
-compress() {
-    zstd -q -f -T0 "-$zstd_level" "$elf" -o "$elf.zst"
-    elf_bytes=$(stat -c %s "$elf") zst_bytes=$(stat -c %s "$elf.zst") elf_sha=$(sha256sum "$elf" | cut -d' ' -f1)
-    {
-        echo "files:"
-        echo "  $fixture      $elf_bytes bytes  sha256 $elf_sha"
-        echo "  $fixture.zst  $zst_bytes bytes (zstd -$zstd_level)"
-    } >> "$cache/$fixture.info"
-    echo "$fixture: $elf_bytes bytes, zstd $zst_bytes bytes, sha256 $elf_sha"
-}
 
 # ---- the reference: Debian's arm64 makedumpfile -----------------------------------
 # As QEMU wrote it (e_phoff 192): what makedumpfile says about it; the

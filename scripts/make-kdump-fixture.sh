@@ -90,15 +90,6 @@ esac
 [[ -n $fixture ]] || fixture=vmcore-$arch$([[ $mmu == radix ]] || echo "-$mmu")
 cache=$PWD/target/kdump/$arch
 
-# step NAME COMMAND...: runs it and notes how long it took, for the summary.
-timings=()
-step() {
-    local name=$1 start=$SECONDS
-    shift
-    echo "== $name"
-    "$@"
-    timings+=("$(printf '%-10s %4d s' "$name" $((SECONDS - start)))")
-}
 
 host_tools() {
     apt_ensure "${qemu_system}" "$qemu_user:qemu-user-static" "$cross-gcc:gcc-$cross" cpio:cpio \
@@ -187,31 +178,9 @@ build_initramfs() {
         "capture kernel's $(stat -c %s "$work/initrd-capture.gz"), modules: $(tr '\n' ' ' < "$capture/modules/order")"
 }
 
-# The data disk, read-only in the guest: some of the kernel package's file
-# system modules, the same bytes every run.
-data_dirs=(btrfs ext4 nfs xfs)
-make_disk() {
-    data_img=$cache/data-$kver-$(IFS=-; echo "${data_dirs[*]}").img
-    [[ -s $data_img ]] && return 0
-    local dir root=$work/diskroot
-    mkdir -p "$root"
-    for dir in "${data_dirs[@]}"; do
-        cp -a "$kroot/lib/modules/$kver/kernel/fs/$dir" "$root/"
-    done
-    E2FSPROGS_FAKE_TIME=1700000000 mke2fs -q -t ext4 -b 4096 -U 6b64756d-702d-6669-7874-000000000001 \
-        -E root_owner=0:0,hash_seed=6b64756d-702d-6669-7874-000000000002 \
-        -d "$root" "$data_img.tmp" 32M
-    mv "$data_img.tmp" "$data_img"
-}
+# The data disk (scripts/lib/fixture.sh), with its own UUID.
+make_disk() { make_data_disk 6b64756d-702d-6669-7874; }
 
-qpid=
-cleanup() {
-    if [[ -n $qpid ]] && kill -0 "$qpid" 2> /dev/null; then
-        kill "$qpid" 2> /dev/null || true
-        wait "$qpid" 2> /dev/null || true
-    fi
-    rm -rf "$work"
-}
 
 boot_and_crash() {
     local log=$work/serial.log out_img=$cache/$fixture.disk size
@@ -277,16 +246,6 @@ check_and_describe() {
     grep -E '^(kernel|page size|guest: mmu)' "$cache/$fixture.info"
 }
 
-compress() {
-    zstd -q -f -T0 "-$zstd_level" "$elf" -o "$elf.zst"
-    elf_bytes=$(stat -c %s "$elf") zst_bytes=$(stat -c %s "$elf.zst") elf_sha=$(sha256sum "$elf" | cut -d' ' -f1)
-    {
-        echo "files:"
-        echo "  $fixture      $elf_bytes bytes  sha256 $elf_sha"
-        echo "  $fixture.zst  $zst_bytes bytes (zstd -$zstd_level)"
-    } >> "$cache/$fixture.info"
-    echo "$fixture: $elf_bytes bytes, zstd $zst_bytes bytes, sha256 $elf_sha"
-}
 
 reference_of_vmcore() {
     ref=$cache/$fixture.reference

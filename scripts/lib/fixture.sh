@@ -11,7 +11,11 @@
 #   fetch_makedumpfile CACHE QEMU_USER
 #                               the architecture's makedumpfile in
 #                               CACHE/sysroot: sets sysroot and mdf
+#   step NAME COMMAND...        runs it, its time noted in timings
+#   cleanup                     kills QEMU (qpid) if it runs, removes work
 #   make_cpio DIR               DIR as a gzip'd newc cpio on stdout
+#   make_data_disk UUID_PREFIX  the guest's ext4 data disk: sets data_img
+#   compress                    zstd of $elf, its sizes in the info file
 #   wait_ready PREFIX LOG       the guest's PREFIX: lines until READY (or
 #                               DONE); needs qpid, qemu_timeout, work
 #   make_reference              makedumpfile -l -d 1, -d 31, --dump-dmesg on
@@ -66,6 +70,54 @@ fetch_makedumpfile() {
     "${mdf[@]}" -v 2>&1 | head -n 1 | grep -q '^makedumpfile: version' ||
         die "Debian's $apt_arch makedumpfile does not run under $qemu_user: $("${mdf[@]}" -v 2>&1 | head -n 3)"
     "${mdf[@]}" -v 2>&1 | head -n 1
+}
+
+# step NAME COMMAND...: runs it and notes how long it took, for the summary.
+timings=()
+step() {
+    local name=$1 start=$SECONDS
+    shift
+    echo "== $name"
+    "$@"
+    timings+=("$(printf '%-10s %4d s' "$name" $((SECONDS - start)))")
+}
+
+qpid=
+cleanup() {
+    if [[ -n $qpid ]] && kill -0 "$qpid" 2> /dev/null; then
+        kill "$qpid" 2> /dev/null || true
+        wait "$qpid" 2> /dev/null || true
+    fi
+    rm -rf "$work"
+}
+
+# The data disk, read-only in the guest: real files for the page cache,
+# some of the kernel package's file system modules (10 MiB: enough pages of
+# each kind, little for zstd to carry), the same bytes every run (fixed
+# UUID, hash seed and time). Needs cache, kroot, kver, work.
+make_data_disk() {
+    local uuid=$1 dirs=(btrfs ext4 nfs xfs) dir root=$work/diskroot
+    data_img=$cache/data-$kver-$(IFS=-; echo "${dirs[*]}").img
+    [[ -s $data_img ]] && return 0
+    mkdir -p "$root"
+    for dir in "${dirs[@]}"; do
+        cp -a "$kroot/lib/modules/$kver/kernel/fs/$dir" "$root/"
+    done
+    E2FSPROGS_FAKE_TIME=1700000000 mke2fs -q -t ext4 -b 4096 -U "$uuid-000000000001" \
+        -E "root_owner=0:0,hash_seed=$uuid-000000000002" \
+        -d "$root" "$data_img.tmp" 32M
+    mv "$data_img.tmp" "$data_img"
+}
+
+compress() {
+    zstd -q -f -T0 "-$zstd_level" "$elf" -o "$elf.zst"
+    elf_bytes=$(stat -c %s "$elf") zst_bytes=$(stat -c %s "$elf.zst") elf_sha=$(sha256sum "$elf" | cut -d' ' -f1)
+    {
+        echo "files:"
+        echo "  $fixture      $elf_bytes bytes  sha256 $elf_sha"
+        echo "  $fixture.zst  $zst_bytes bytes (zstd -$zstd_level)"
+    } >> "$cache/$fixture.info"
+    echo "$fixture: $elf_bytes bytes, zstd $zst_bytes bytes, sha256 $elf_sha"
 }
 
 make_cpio() {
