@@ -90,15 +90,16 @@ pub fn is_live(path: &Path) -> bool {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf()) == Path::new("/proc/kcore")
 }
 
-/// Whether `path` starts with the ELF magic.
+/// Whether `path` starts with the ELF magic (a file of fewer than 4
+/// bytes does not; short reads are retried).
 ///
 /// # Errors
-/// The file cannot be opened.
+/// The file cannot be opened or read.
 pub fn is_elf(path: &Path) -> anyhow::Result<bool> {
     use std::io::Read;
-    let mut magic = [0u8; 4];
-    let mut file = open_file(path)?;
-    Ok(file.read(&mut magic)? == 4 && magic == *b"\x7fELF")
+    let mut magic = Vec::with_capacity(4);
+    open_file(path)?.take(4).read_to_end(&mut magic)?;
+    Ok(magic == b"\x7fELF")
 }
 
 /// Opens `path` to read, saying why a live dump needs root when it does.
