@@ -20,10 +20,12 @@
 #      gave; checks (VMCOREINFO note, OSRELEASE), the info file, zstd
 #   7. makedumpfile -l -d 1 and -d 31, --dump-dmesg (scripts/lib/fixture.sh)
 #
-# Usage: scripts/make-kdump-fixture.sh --arch ppc64el [--mmu radix|hash]
+# Usage: scripts/make-kdump-fixture.sh --arch ppc64el|arm64 [--mmu radix|hash]
 #            [--name NAME] [--timeout SECONDS] [--suite SUITE] [--kernel PACKAGE]
 #            [--zstd-level N] [--refresh] [--no-reference] [--install-expected]
-#   --arch              ppc64el (pseries, 64 KiB pages)
+#   --arch              ppc64el (pseries, 64 KiB pages) or arm64 (virt,
+#                       4 KiB pages; kexec-tools is shown a kallsyms with
+#                       _text, which Debian's arm64 kernels leave out)
 #   --mmu               ppc64el: radix (POWER9's default) or hash
 #                       (disable_radix on the kernel command line)
 #   --name              the fixture's name (default vmcore-ARCH[-hash])
@@ -84,10 +86,22 @@ case $arch in
             *) die "--mmu $mmu: radix or hash" ;;
         esac
         ;;
-    '') die "--arch is required (ppc64el)" ;;
-    *) die "--arch $arch: only ppc64el so far" ;;
+    arm64)
+        flavour=arm64 qemu_system=qemu-system-aarch64:qemu-system-arm
+        qemu_user=qemu-aarch64-static cross=aarch64-linux-gnu console=ttyAMA0
+        # Every feature TCG has, with the cheap pointer-auth hash; KASLR
+        # seeded by QEMU's device tree.
+        machine=(-M virt -cpu max,pauth-impdef=on -m 1G) crashkernel=256M
+        [[ $mmu == radix ]] || die "--mmu is for ppc64el"
+        mmu=va48 mmu_append=''  # 48-bit VA, four levels of 4 KiB tables
+        ;;
+    '') die "--arch is required (ppc64el or arm64)" ;;
+    *) die "--arch $arch: ppc64el or arm64" ;;
 esac
-[[ -n $fixture ]] || fixture=vmcore-$arch$([[ $mmu == radix ]] || echo "-$mmu")
+if [[ -z $fixture ]]; then
+    fixture=vmcore-$arch
+    [[ $mmu != hash ]] || fixture+=-hash
+fi
 cache=$PWD/target/kdump/$arch
 
 
@@ -111,9 +125,14 @@ fetch_guest_kernel() {
         [[ -n $kernel_pkg ]] || die "apt-cache finds no kernel package that linux-image-$flavour depends on"
     fi
     fetch_kernel "$cache" "$kernel_pkg"
-    grep -E '^CONFIG_(PPC_64K_PAGES|PPC_4K_PAGES|PPC_RADIX_MMU|KEXEC|KEXEC_FILE|CRASH_DUMP|RELOCATABLE|PGTABLE_LEVELS)=' \
-        "$kroot/boot/config-$kver" | tr '\n' ' '
+    kernel_config | tr '\n' ' '
     echo
+}
+
+# The kernel's options that matter to kdump and to its page tables.
+kernel_config() {
+    grep -E '^CONFIG_(PPC_64K_PAGES|PPC_4K_PAGES|PPC_RADIX_MMU|ARM64_[0-9]+K_PAGES|ARM64_VA_BITS|KEXEC|KEXEC_FILE|CRASH_DUMP|RELOCATABLE|RANDOMIZE_BASE|PGTABLE_LEVELS)=' \
+        "$kroot/boot/config-$kver"
 }
 
 # Unpacks busybox-static and kexec-tools with the libraries kexec needs
@@ -139,15 +158,21 @@ fetch_guest_tools() {
 }
 
 # copy_with_libraries ROOT BIN TREE: BIN into TREE/sbin, and the shared
-# libraries it needs from ROOT at the same paths in TREE.
+# libraries it needs from ROOT, theirs too (arm64's kexec links Xen's
+# libraries, which link others), at the same paths in TREE.
 copy_with_libraries() {
-    local root=$1 bin=$2 tree=$3 lib path interp
+    local root=$1 bin=$2 tree=$3 lib path interp queue=() done=' '
     install -D -m 0755 "$bin" "$tree/sbin/${bin##*/}"
     interp=$(readelf -l "$bin" | sed -n 's/.*Requesting program interpreter: \(.*\)]/\1/p')
-    for lib in ${interp:+"${interp##*/}"} $(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+    queue=(${interp:+"${interp##*/}"} $(needed "$bin"))
+    while ((${#queue[@]})); do
+        lib=${queue[0]} queue=("${queue[@]:1}")
+        [[ $done == *" $lib "* ]] && continue
+        done+="$lib "
         path=$(cd "$root" && find . \( -type f -o -type l \) -name "$lib" | head -n 1)
         [[ -n $path ]] || die "no $lib for ${bin##*/} in $root"
         install -D -m 0755 "$(readlink -f "$root/$path")" "$tree/${path#./}"
+        queue+=($(needed "$tree/${path#./}"))
     done
     if [[ -n $interp && ! -e $tree$interp ]]; then
         path=$(cd "$tree" && find . -name "${interp##*/}" | head -n 1)
@@ -155,6 +180,9 @@ copy_with_libraries() {
         ln -s "/${path#./}" "$tree$interp"
     fi
 }
+
+# needed ELF: the shared libraries ELF names (its NEEDED entries).
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 
 # The capture kernel's initramfs, then the first kernel's around it.
 build_initramfs() {
@@ -226,8 +254,7 @@ check_and_describe() {
     {
         echo "$arch vmcore fixture (kdump in the guest), made by scripts/make-kdump-fixture.sh on $(date -u +%F)"
         echo "kernel: $kernel_pkg $(candidate "$kernel_pkg") ($release), MMU $mmu"
-        echo "kernel config: $(grep -E '^CONFIG_(PPC_64K_PAGES|PPC_4K_PAGES|PPC_RADIX_MMU|KEXEC_FILE|PGTABLE_LEVELS)=' \
-            "$kroot/boot/config-$kver" | tr '\n' ' ')"
+        echo "kernel config: $(kernel_config | tr '\n' ' ')"
         echo "busybox-static: $busybox_version  kexec-tools: $kexec_version"
         echo "qemu: $("${qemu_system%%:*}" --version | head -n 1)"
         local command="${qemu[*]}"
