@@ -20,18 +20,23 @@
 #      gave; checks (VMCOREINFO note, OSRELEASE), the info file, zstd
 #   7. makedumpfile -l -d 1 and -d 31, --dump-dmesg (scripts/lib/fixture.sh)
 #
-# Usage: scripts/make-kdump-fixture.sh --arch ppc64el|arm64 [--mmu radix|hash]
+# Usage: scripts/make-kdump-fixture.sh --arch ppc64el|arm64|riscv64 [--mmu radix|hash]
 #            [--name NAME] [--timeout SECONDS] [--suite SUITE] [--kernel PACKAGE]
 #            [--zstd-level N] [--refresh] [--no-reference] [--install-expected]
 #   --arch              ppc64el (pseries, 64 KiB pages) or arm64 (virt,
 #                       4 KiB pages; kexec-tools is shown a kallsyms with
 #                       _text, which Debian's arm64 kernels leave out)
+#                       or riscv64 (virt, Sv57 on QEMU's rv64; kexec-tools
+#                       from sid, shown an /proc/iomem and a kallsyms it
+#                       gets the vmcore right from; judged by upstream
+#                       makedumpfile: scripts/lib/fixture.sh)
 #   --mmu               ppc64el: radix (POWER9's default) or hash
 #                       (disable_radix on the kernel command line)
 #   --name              the fixture's name (default vmcore-ARCH[-hash])
 #   --timeout           kill QEMU when the guest is not DONE after this many
 #                       seconds (default 1500)
-#   --suite             the Debian release of the kernel (default bookworm)
+#   --suite             the Debian release of the kernel (default bookworm;
+#                       riscv64: trixie, the first release that has it)
 #   --kernel            the kernel package (default: the one the flavour's
 #                       meta package depends on)
 #   --zstd-level        zstd's level for NAME.zst (default 9)
@@ -49,7 +54,7 @@ source scripts/lib/debian.sh
 source scripts/lib/fixture.sh
 export PYTHONDONTWRITEBYTECODE=1
 
-arch='' mmu=radix fixture='' zstd_level=9 qemu_timeout=1500 suite=bookworm kernel_pkg='' refresh=0 reference=1 install_expected=0
+arch='' mmu=radix fixture='' zstd_level=9 qemu_timeout=1500 suite='' kernel_pkg='' refresh=0 reference=1 install_expected=0
 while (($#)); do
     case $1 in
         --arch) arch=$2; shift 2 ;;
@@ -95,9 +100,21 @@ case $arch in
         [[ $mmu == radix ]] || die "--mmu is for ppc64el"
         mmu=va48 mmu_append=''  # 48-bit VA, four levels of 4 KiB tables
         ;;
-    '') die "--arch is required (ppc64el or arm64)" ;;
-    *) die "--arch $arch: ppc64el or arm64" ;;
+    riscv64)
+        flavour=riscv64 qemu_system=qemu-system-riscv64:qemu-system-misc
+        qemu_user=qemu-riscv64-static cross=riscv64-linux-gnu console=ttyS0
+        # QEMU's rv64 has Sv57, which the kernel takes; OpenSBI is QEMU's own.
+        machine=(-M virt -m 1G) crashkernel=256M
+        [[ $mmu == radix ]] || die "--mmu is for ppc64el"
+        mmu=sv57 mmu_append='' default_suite=trixie
+        # Debian 13 has no kexec-tools for riscv64: sid's. Its makedumpfile
+        # (1.7.6) excludes no free page at -d 31 on 6.12: upstream's judges.
+        kexec_suite=sid judge=upstream mdf_target=riscv64
+        ;;
+    '') die "--arch is required (ppc64el, arm64 or riscv64)" ;;
+    *) die "--arch $arch: ppc64el, arm64 or riscv64" ;;
 esac
+suite=${suite:-${default_suite:-bookworm}} kexec_suite=${kexec_suite:-$suite}
 if [[ -z $fixture ]]; then
     fixture=vmcore-$arch
     [[ $mmu != hash ]] || fixture+=-hash
@@ -136,13 +153,18 @@ kernel_config() {
 }
 
 # Unpacks busybox-static and kexec-tools with the libraries kexec needs
-# (its NEEDED entries and the ELF interpreter, from the closure's packages).
+# (its NEEDED entries and the ELF interpreter, from the closure's packages),
+# kexec-tools from its own suite's apt state where the kernel's has none.
 fetch_guest_tools() {
     busybox_version=$(candidate busybox-static)
     busybox_root=$cache/busybox-static-${busybox_version/:/%3a}
     unpack "$(fetch_deb "$cache/debs" busybox-static)" "$busybox_root"
-    [[ -x $busybox_root/bin/busybox ]] || die "busybox-static has no bin/busybox"
+    # (Debian 13 has merged /usr: usr/bin/busybox)
+    for busybox_bin in "$busybox_root"/{bin,usr/bin}/busybox; do [[ -x $busybox_bin ]] && break; done
+    [[ -x $busybox_bin ]] || die "busybox-static has no bin/busybox"
+    [[ $kexec_suite == "$suite" ]] || apt_state "$cache/apt-$kexec_suite" "$arch" "$kexec_suite"
     kexec_version=$(candidate kexec-tools)
+    [[ -n $kexec_version ]] || die "no kexec-tools for $arch in $kexec_suite"
     kexec_root=$cache/kexec-tools-${kexec_version/:/%3a}
     if [[ ! -d $kexec_root ]]; then
         local pkg
@@ -152,9 +174,10 @@ fetch_guest_tools() {
         done
         mv "$kexec_root.tmp" "$kexec_root"
     fi
+    [[ $kexec_suite == "$suite" ]] || apt_state "$cache/apt" "$arch" "$suite"
     for kexec_bin in "$kexec_root"/{sbin,usr/sbin}/kexec; do [[ -x $kexec_bin ]] && break; done
     [[ -x $kexec_bin ]] || die "kexec-tools has no sbin/kexec"
-    echo "busybox-static $busybox_version, kexec-tools $kexec_version"
+    echo "busybox-static $busybox_version, kexec-tools $kexec_version ($kexec_suite)"
 }
 
 # copy_with_libraries ROOT BIN TREE: BIN into TREE/sbin, and the shared
@@ -184,12 +207,21 @@ copy_with_libraries() {
 # needed ELF: the shared libraries ELF names (its NEEDED entries).
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 
+# The makedumpfile that judges: Debian's of the kernel's release, or
+# upstream's newest where Debian's is wrong for the kernel.
+fetch_judge() {
+    case ${judge:-debian} in
+        debian) fetch_makedumpfile "$cache" "$qemu_user" ;;
+        upstream) build_upstream_makedumpfile "$cache" "$qemu_user" "$cross" "$mdf_target" ;;
+    esac
+}
+
 # The capture kernel's initramfs, then the first kernel's around it.
 build_initramfs() {
     local capture=$work/capture first=$work/first
     mkdir -p "$capture"/{bin,sbin,dev,proc,sys,tmp,data,modules}
     mknod -m 600 "$capture/dev/console" c 5 1
-    install -m 0755 "$busybox_root/bin/busybox" "$capture/bin/busybox"
+    install -m 0755 "$busybox_bin" "$capture/bin/busybox"
     install -m 0755 tests/fixtures/kdump/guest/init "$capture/init"
     install -m 0644 tests/fixtures/workload.sh "$capture/workload.sh"
     # crc32c first: ext4 asks for it by name (a soft dependency).
@@ -255,7 +287,7 @@ check_and_describe() {
         echo "$arch vmcore fixture (kdump in the guest), made by scripts/make-kdump-fixture.sh on $(date -u +%F)"
         echo "kernel: $kernel_pkg $(candidate "$kernel_pkg") ($release), MMU $mmu"
         echo "kernel config: $(kernel_config | tr '\n' ' ')"
-        echo "busybox-static: $busybox_version  kexec-tools: $kexec_version"
+        echo "busybox-static: $busybox_version  kexec-tools: $kexec_version ($kexec_suite)"
         echo "qemu: $("${qemu_system%%:*}" --version | head -n 1)"
         local command="${qemu[*]}"
         command=${command//$work/\$WORK}
@@ -293,7 +325,7 @@ main() {
     step apt setup_apt
     step kernel fetch_guest_kernel
     step guest-tools fetch_guest_tools
-    if ((reference)); then step mdf-root fetch_makedumpfile "$cache" "$qemu_user"; fi
+    if ((reference)); then step judge fetch_judge; fi
     step initramfs build_initramfs
     step disk make_disk
     step boot+crash boot_and_crash

@@ -11,6 +11,9 @@
 #   fetch_makedumpfile CACHE QEMU_USER
 #                               the architecture's makedumpfile in
 #                               CACHE/sysroot: sets sysroot and mdf
+#   build_upstream_makedumpfile CACHE QEMU_USER CROSS TARGET
+#                               upstream makedumpfile's newest commit,
+#                               built static for the architecture: sets mdf
 #   step NAME COMMAND...        runs it, its time noted in timings
 #   cleanup                     kills QEMU (qpid) if it runs, removes work
 #   make_cpio DIR               DIR as a gzip'd newc cpio on stdout
@@ -72,6 +75,81 @@ fetch_makedumpfile() {
     "${mdf[@]}" -v 2>&1 | head -n 1
 }
 
+# Where upstream makedumpfile's source comes from: a git repository (bare
+# or not) named by VMDUMP_MAKEDUMPFILE_GIT, else a clone of GitHub's.
+upstream_makedumpfile_git() {
+    local git=${VMDUMP_MAKEDUMPFILE_GIT:-$PWD/target/src/makedumpfile.git}
+    if [[ -z ${VMDUMP_MAKEDUMPFILE_GIT:-} ]]; then
+        if [[ -d $git ]]; then
+            git --git-dir="$git" fetch -q origin '+refs/heads/*:refs/heads/*' 2> /dev/null ||
+                echo "upstream makedumpfile: GitHub unreachable, building $git's newest commit" >&2
+        else
+            git clone -q --bare https://github.com/makedumpfile/makedumpfile.git "$git" ||
+                die "upstream makedumpfile: cannot clone GitHub's repository; give a clone as VMDUMP_MAKEDUMPFILE_GIT"
+        fi
+    fi
+    [[ -d $git ]] || die "VMDUMP_MAKEDUMPFILE_GIT=$git is not a folder"
+    echo "$git"
+}
+
+# build_upstream_makedumpfile CACHE QEMU_USER CROSS TARGET: upstream
+# makedumpfile (its default branch's newest commit) built static for its
+# TARGET (aarch64, riscv64) with CROSS-gcc against
+# the apt state's -dev packages, unpacked into CACHE/build-sysroot (the
+# architecture's own libc, libdw and compressors: the release the kernel is
+# from), run through QEMU_USER. Kept per commit in CACHE. The judge where
+# the architecture's Debian makedumpfile is wrong (riscv64 before 1.7.9's
+# fixes) or refuses the kernel (16 KiB arm64 kernels).
+build_upstream_makedumpfile() {
+    local cache=$1 qemu_user=$2 cross=$3 target=$4 git commit dir root pkgs pkg stamp
+    apt_ensure "$cross-gcc:gcc-$cross" make:make git:git
+    git=$(upstream_makedumpfile_git)
+    commit=$(git --git-dir="$git" rev-parse HEAD) || die "$git has no HEAD"
+    dir=$cache/makedumpfile-${commit:0:12}
+    if [[ ! -x $dir/makedumpfile ]]; then
+        root=$cache/build-sysroot
+        mapfile -t pkgs < <(depends_closure libc6-dev linux-libc-dev libdw-dev libelf-dev zlib1g-dev libbz2-dev \
+            liblzma-dev liblzo2-dev libzstd-dev | grep -vxE 'gcc-[0-9]+-base|libgcc-s1|libc-dev-bin|rpcsvc-proto')
+        stamp=$(for pkg in "${pkgs[@]}"; do echo "$pkg=$(candidate "$pkg")"; done)
+        if [[ $(cat "$root/.packages" 2> /dev/null) != "$stamp" ]]; then
+            rm -rf "$root"
+            mkdir -p "$root"
+            for pkg in "${pkgs[@]}"; do dpkg-deb -x "$(fetch_deb "$cache/debs" "$pkg")" "$root"; done
+            echo "$stamp" > "$root/.packages"
+        fi
+        rm -rf "$dir.tmp"
+        mkdir -p "$dir.tmp"
+        git --git-dir="$git" archive HEAD | tar -x -C "$dir.tmp"
+        # The cross compiler's own libc (the host release's, older) is
+        # searched before the sysroot's: the sysroot's headers, start files
+        # and libraries are named first.
+        # The host's binutils (2.40) crash linking Debian 13's riscv64
+        # libraries, and its lld (14) cannot relax riscv64 code: the Rust
+        # toolchain's lld links instead.
+        local lld
+        lld=$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/rust-lld
+        [[ -x $lld ]] || die "no rust-lld at $lld (rustup installs it with rustc)"
+        mkdir -p "$dir.tmp/ld"
+        printf '#!/bin/sh\nexec %s -flavor gnu "$@"\n' "$lld" > "$dir.tmp/ld/ld"
+        chmod +x "$dir.tmp/ld/ld"
+        local cc="$cross-gcc --sysroot=$root -isystem $root/usr/include/$cross -isystem $root/usr/include"
+        cc+=" -B$dir.tmp/ld/ -B$root/usr/lib/$cross -L$root/usr/lib/$cross"
+        $cc -O2 -Wall -Werror -c -o "$dir.tmp/eu_search.o" scripts/lib/eu_search.c
+        # LIBS in the order a static link needs (libdw before libelf before
+        # the compressors both use).
+        make -C "$dir.tmp" -j"$(nproc)" CC="$cc" TARGET="$target" USELZO=on USEZSTD=on \
+            LIBS="-static -ldw -lelf $dir.tmp/eu_search.o -lbz2 -llzma -lzstd -llzo2 -lz -ldl -lpthread" \
+            makedumpfile > "$cache/makedumpfile-${commit:0:12}.build.log" 2>&1 ||
+            die "building upstream makedumpfile ${commit:0:12}: $(tail -n 5 "$cache/makedumpfile-${commit:0:12}.build.log")"
+        rm -rf "$dir"
+        mv "$dir.tmp" "$dir"
+    fi
+    mdf=("$qemu_user" "$dir/makedumpfile")
+    "${mdf[@]}" -v 2>&1 | head -n 1 | grep -q '^makedumpfile: version' ||
+        die "upstream makedumpfile does not run under $qemu_user: $("${mdf[@]}" -v 2>&1 | head -n 3)"
+    echo "upstream makedumpfile ${commit:0:12} ($(git --git-dir="$git" log -1 --format=%cs HEAD)): $("${mdf[@]}" -v 2>&1 | head -n 1)"
+}
+
 # step NAME COMMAND...: runs it and notes how long it took, for the summary.
 timings=()
 step() {
@@ -129,9 +207,12 @@ make_cpio() {
 # outside a crash it was asked for, QEMU exits, or the timeout passes (then
 # QEMU is killed). Sets boot_seconds.
 wait_ready() {
-    local prefix=$1 log=$2 start=$SECONDS shown=0 lines=()
+    local prefix=$1 log=$2 start=$SECONDS shown=0 lines=() text
     while :; do
-        mapfile -t lines < <(grep -a "^$prefix:" "$log" 2> /dev/null | tr -d '\r')
+        # One read of the log for every check below: the guest's "crashing"
+        # line and the panic after it may land between two reads.
+        text=$(tr -d '\r' < "$log" 2> /dev/null || true)
+        mapfile -t lines < <(grep -a "^$prefix:" <<< "$text")
         for (( ; shown < ${#lines[@]}; shown++)); do
             printf '[%3d s] %s\n' $((SECONDS - start)) "${lines[shown]}"
         done
@@ -140,7 +221,7 @@ wait_ready() {
             return 0
         fi
         if printf '%s\n' "${lines[@]}" | grep -q "^$prefix: FAILED" ||
-            { grep -qa 'Kernel panic' "$log" && ! printf '%s\n' "${lines[@]}" | grep -q "^$prefix: crashing"; }; then
+            { grep -qa 'Kernel panic' <<< "$text" && ! printf '%s\n' "${lines[@]}" | grep -q "^$prefix: crashing"; }; then
             tail -n 30 "$log" >&2
             die "the guest failed; the serial log's last lines are above"
         fi

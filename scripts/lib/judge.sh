@@ -4,15 +4,17 @@
 # of vmdump's dumps of one vmcore against makedumpfile's run on the same
 # file. Sourced after scripts/lib/tools.sh.
 
-# judge_options SCRIPT "$@": --keep and --variant NAME (repeated) into $keep
-# and $variants; --help prints the script's opening comment.
+# judge_options SCRIPT "$@": --keep, --variant NAME (repeated) and
+# --upstream-judge upstream|none into $keep, $variants and $upstream_judge;
+# --help prints the script's opening comment.
 judge_options() {
     local script=$1
     shift
-    keep=0 variants=()
+    keep=0 variants=() upstream_judge=upstream
     while (($#)); do
         case $1 in
             --keep) keep=1; shift ;;
+            --upstream-judge) upstream_judge=$2; shift 2 ;;
             --variant) variants+=("$2"); shift 2 ;;
             -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
             *) echo "$script: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -37,8 +39,8 @@ judge_setup() {
 # and -d 31, refilters its -d 1 dump to -d 31 and writes the log into DIR;
 # tests/py/arch_judge.py compares them with makedumpfile's in REF (the
 # same pfns, the same report counts, every page equal through
-# libkdumpfile, the attributes, the logs); drgn reads every page of both
-# dumps equal to ELF.
+# libkdumpfile, the attributes, the logs; REF none: only the checks that
+# need no makedumpfile); drgn reads every page of both dumps equal to ELF.
 judge_vmcore() {
     local elf=$1 ref=$2 dir=$3 arch_name=$4 uts=$5 level verdict
     mkdir -p "$dir"

@@ -61,6 +61,14 @@ pub trait Paging {
     /// The lowest address of the kernel's direct (linear) map.
     fn page_offset_info(&self) -> PageOffset;
 
+    /// The lowest kernel virtual address: a pointer the kernel keeps to its
+    /// own memory (a `mem_section` root, a section's `mem_map`) is at or
+    /// above it. The direct map's start, unless the machine puts other
+    /// kernel ranges below it (riscv64: vmemmap and vmalloc).
+    fn kernel_space_start(&self) -> u64 {
+        self.page_offset_info().value
+    }
+
     /// The translation of `vaddr` that needs no page tables, for the
     /// addresses it covers; `None` for the others.
     fn direct(&self, vaddr: u64) -> Option<Result<u64, XlatError>>;
@@ -224,5 +232,10 @@ impl Arch {
     /// Start of the direct map.
     pub fn page_offset(&self) -> u64 {
         self.page_offset_info().value
+    }
+
+    /// The lowest kernel virtual address ([`Paging::kernel_space_start`]).
+    pub fn kernel_space_start(&self) -> u64 {
+        self.paging().kernel_space_start()
     }
 }

@@ -29,8 +29,9 @@ const SECTION_MARKED_PRESENT: u64 = 1;
 const SECTION_MAP_FLAGS: u64 = (1 << 12) - 1;
 /// Most roots read at once (16 MiB of pointers; 5-level kernels have 131072).
 const MAX_ROOTS_READ: u64 = 1 << 21;
-/// x86_64 physical addresses have at most 52 bits.
-const MAX_PHYSMEM_BITS_LIMIT: i64 = 52;
+/// The widest physical address of the machines vmdump reads: riscv64's
+/// Sv57 (a 44-bit page number, 56 bits; x86_64 and arm64 have 52, ppc64 53).
+const MAX_PHYSMEM_BITS_LIMIT: i64 = 56;
 
 /// The sizes that shape the section table, from VMCOREINFO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +82,7 @@ impl SectionGeometry {
         }
         let phys_bits = need_number(info, "MAX_PHYSMEM_BITS", "NUMBER(MAX_PHYSMEM_BITS)")?;
         if !(section_bits..=MAX_PHYSMEM_BITS_LIMIT).contains(&phys_bits) {
-            return Err(bad("NUMBER(MAX_PHYSMEM_BITS)", phys_bits, "outside SECTION_SIZE_BITS..=52"));
+            return Err(bad("NUMBER(MAX_PHYSMEM_BITS)", phys_bits, "outside SECTION_SIZE_BITS..=56"));
         }
         let size = info.size("mem_section").ok_or(XlatError::MissingKey("SIZE(mem_section)"))?;
         if size < 8 || size > page_size || size % 8 != 0 {
@@ -181,7 +182,7 @@ impl SectionTable {
 
     /// Reads the table whose root array is at `roots`; valid iff every
     /// non-zero root and every present section's mem_map is a kernel
-    /// address (≥ PAGE_OFFSET) and at least one section is present.
+    /// address ([`KernelMemory::is_kernel_address`]) and at least one section is present.
     ///
     /// # Errors
     ///
@@ -193,7 +194,7 @@ impl SectionTable {
         max_pfn_hint: u64,
     ) -> Result<Self, XlatError> {
         let fail = |reason: String| XlatError::MemSection { addr: roots, reason };
-        let kernel = |addr: u64| addr >= mem.page_offset();
+        let kernel = |addr: u64| mem.is_kernel_address(addr);
         if !kernel(roots) {
             return Err(fail("not a kernel address".into()));
         }
@@ -270,7 +271,7 @@ fn read_root<R: PhysRead + ?Sized>(
         }
         let nr = first + j;
         let mem_map = encoded.wrapping_add((nr << g.pfn_section_shift).wrapping_mul(g.struct_page_size));
-        if mem_map < mem.page_offset() {
+        if !mem.is_kernel_address(mem_map) {
             return Err(format!(
                 "section {nr}: mem_map {mem_map:#x} (entry {map:#x}) is not a kernel address"
             ));

@@ -110,6 +110,12 @@ impl<'a, R: PhysRead + ?Sized> KernelMemory<'a, R> {
         self.arch.page_offset()
     }
 
+    /// Whether `addr` is a kernel virtual address (at or above
+    /// [`super::Paging::kernel_space_start`]).
+    pub fn is_kernel_address(&self, addr: u64) -> bool {
+        addr >= self.arch.kernel_space_start()
+    }
+
     /// The physical memory.
     pub fn phys(&self) -> &'a R {
         self.phys

@@ -217,6 +217,12 @@ impl Paging for Riscv64 {
         PageOffset { value: self.page_offset, source: PageOffsetSource::Vmcoreinfo }
     }
 
+    /// The upper half of the mode's address space: vmemmap, vmalloc and
+    /// the modules lie below PAGE_OFFSET.
+    fn kernel_space_start(&self) -> u64 {
+        0u64.wrapping_sub(1 << (self.va_bits - 1))
+    }
+
     fn direct(&self, vaddr: u64) -> Option<Result<u64, XlatError>> {
         if self.is_walked(vaddr) || vaddr < self.page_offset {
             return None;

@@ -4,7 +4,9 @@
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 use vmdump_synth::pagetable::{MapSize, PageTables};
 
-use super::super::{KernelMemory, PAGE_OFFSET_L4, START_KERNEL_MAP, SectionTable, X86_64, XlatError};
+use super::super::{
+    KernelMemory, PAGE_OFFSET_L4, START_KERNEL_MAP, SectionGeometry, SectionTable, X86_64, XlatError,
+};
 use super::MemPhys;
 
 const VMEMMAP: u64 = 0xffff_ea00_0000_0000;
@@ -94,4 +96,23 @@ fn bad_tables_are_typed_errors() {
     assert!(matches!(err, XlatError::MissingKey("NUMBER(SECTION_SIZE_BITS)")), "{err}");
     let err = read(&memory(VMEMMAP), &text(PAGE_OFFSET_L4 + ROOTS, 4096), 0).unwrap_err();
     assert!(err.to_string().contains("no present section"), "{err}");
+}
+
+#[test]
+fn physical_addresses_up_to_riscv64s_56_bits() {
+    // trixie's 6.12 riscv64 kernel on Sv57: 2^29 sections, 4194304 roots of
+    // 128 sections (only those below the highest pfn are read).
+    let sv57 = |bits: u32| {
+        let length = (1u64 << (bits - 27)) / 128;
+        text(PAGE_OFFSET_L4 + ROOTS, length)
+            .replace("MAX_PHYSMEM_BITS)=46", &format!("MAX_PHYSMEM_BITS)={bits}"))
+    };
+    let info = VmcoreInfo::parse(sv57(56).as_bytes()).unwrap();
+    let g = SectionGeometry::from_vmcoreinfo(&info).unwrap();
+    assert_eq!((g.nr_mem_sections, g.nr_roots), (1 << 29, 4_194_304));
+    let table = read(&memory(VMEMMAP), &sv57(56), 0x1_ffda).unwrap();
+    assert_eq!(table.sections().iter().map(|s| s.nr).collect::<Vec<_>>(), [0, 3]);
+    let info = VmcoreInfo::parse(sv57(57).as_bytes()).unwrap();
+    let err = SectionGeometry::from_vmcoreinfo(&info).unwrap_err();
+    assert!(matches!(err, XlatError::BadKey { key: "NUMBER(MAX_PHYSMEM_BITS)", value: 57, .. }), "{err}");
 }
