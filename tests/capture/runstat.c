@@ -8,11 +8,17 @@
  * STATFILE gets key=value lines: wall_s user_s sys_s maxrss_kib exit, and
  * with -m, mapped=1 if the command was seen with PATH mapped (its
  * /proc/PID/maps is read every 20 ms until it is): whether a dump tool
- * read /proc/vmcore through mmap, which neither tool's messages say.
+ * read /proc/vmcore through mmap, which neither tool's messages say; and
+ * where its resident memory was when it was largest, from /proc/PID/smaps
+ * read every 20 ms: sampled_kib (that sample's total), binary_kib (the
+ * program's own file), libs_kib (other files: shared libraries), anon_kib
+ * (heap and anonymous mappings), stack_kib, watched_kib (PATH's mapping).
  * Exit status: the command's (128+N if signal N killed it).
  * Build: gcc -O2 -static -o runstat runstat.c
  */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -41,6 +47,54 @@ static int has_mapped(pid_t pid, const char *path)
     return found;
 }
 
+/* Resident KiB of a process by kind of mapping. */
+struct footprint {
+    long binary, libs, anon, stack, watched;
+};
+
+static long total(const struct footprint *f)
+{
+    return f->binary + f->libs + f->anon + f->stack + f->watched;
+}
+
+/* The resident memory of pid by mapping kind, from /proc/PID/smaps: a
+ * mapping's header line names its file (or [heap], [stack], nothing), its
+ * Rss: line follows. Returns 0 when the process is gone. */
+static int sample(pid_t pid, const char *watch, struct footprint *out)
+{
+    char name[64], exe[PATH_MAX], line[4096];
+    snprintf(name, sizeof name, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(name, exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    snprintf(name, sizeof name, "/proc/%d/smaps", (int)pid);
+    FILE *f = fopen(name, "r");
+    if (!f)
+        return 0;
+    struct footprint fp = {0};
+    long *kind = &fp.anon;
+    while (fgets(line, sizeof line, f)) {
+        long kib;
+        if (sscanf(line, "Rss: %ld kB", &kib) == 1) {
+            *kind += kib;
+            continue;
+        }
+        unsigned long lo, hi;
+        int path_at = 0;
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &path_at) < 2 || !path_at)
+            continue;
+        char *path = line + path_at;
+        path[strcspn(path, "\n")] = 0;
+        kind = !*path || !strcmp(path, "[heap]") ? &fp.anon
+             : !strcmp(path, "[stack]") ? &fp.stack
+             : watch && !strcmp(path, watch) ? &fp.watched
+             : *exe && !strcmp(path, exe) ? &fp.binary
+             : path[0] == '/' ? &fp.libs : &fp.anon;
+    }
+    fclose(f);
+    *out = fp;
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *watch = NULL;
@@ -65,19 +119,20 @@ int main(int argc, char **argv)
         _exit(127);
     }
     int status, mapped = 0;
+    struct footprint peak = {0}, now;
     struct rusage ru; /* of this one child alone, unlike RUSAGE_CHILDREN */
     for (;;) {
-        int polling = watch && !mapped;
-        pid_t done = wait4(pid, &status, polling ? WNOHANG : 0, &ru);
+        pid_t done = wait4(pid, &status, watch ? WNOHANG : 0, &ru);
         if (done == pid)
             break;
         if (done < 0) {
             perror("wait4");
             return 1;
         }
-        mapped = has_mapped(pid, watch);
-        if (!mapped)
-            usleep(20000);
+        mapped = mapped || has_mapped(pid, watch);
+        if (sample(pid, watch, &now) && total(&now) > total(&peak))
+            peak = now;
+        usleep(20000);
     }
     clock_gettime(CLOCK_MONOTONIC, &end);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -90,7 +145,8 @@ int main(int argc, char **argv)
             (end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) / 1e9,
             seconds(ru.ru_utime), seconds(ru.ru_stime), ru.ru_maxrss, code);
     if (watch)
-        fprintf(f, "mapped=%d\n", mapped);
+        fprintf(f, "mapped=%d\nsampled_kib=%ld\nbinary_kib=%ld\nlibs_kib=%ld\nanon_kib=%ld\nstack_kib=%ld\nwatched_kib=%ld\n",
+                mapped, total(&peak), peak.binary, peak.libs, peak.anon, peak.stack, peak.watched);
     if (fclose(f) != 0) {
         perror(argv[1]);
         return 1;

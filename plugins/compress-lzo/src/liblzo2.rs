@@ -1,5 +1,5 @@
 //! The one function of liblzo2 this codec calls, `lzo1x_1_compress`
-//! (Debian's liblzo2-2, linked by `build.rs`): the encoder makedumpfile
+//! (Debian's liblzo2, linked statically by `build.rs`): the encoder makedumpfile
 //! `-l` uses, so the output is byte for byte makedumpfile's.
 
 use std::ffi::{c_int, c_uchar, c_ulong, c_void};
