@@ -23,14 +23,17 @@
 # -d 31, seconds.
 #
 # Usage: scripts/kdump-arch-test.sh [--keep] [--upstream-judge upstream|none]
-#            [--variant ppc64el-radix|ppc64el-hash|arm64|riscv64]...
+#            [--variant ppc64el-radix|ppc64el-hash|arm64|riscv64|arm64-16k-va47|arm64-16k-va52]...
 #   default: every variant. As root; downloads stay in target/kdump.
-#   riscv64 is judged by upstream makedumpfile's newest commit (Debian's
-#   1.7.6 misjudges 6.12), built from VMDUMP_MAKEDUMPFILE_GIT (a clone) or
+#   riscv64 and arm64-16k-va47 are judged by upstream makedumpfile's
+#   newest commit (Debian 13's 1.7.6 misjudges riscv64's 6.12 and refuses
+#   16 KiB arm64 kernels), built from VMDUMP_MAKEDUMPFILE_GIT (a clone) or
 #   a clone of GitHub's (scripts/lib/fixture.sh); --upstream-judge none
 #   (scripts/test.sh: CI reaches no GitHub) runs the checks that need no
 #   makedumpfile instead: every page equal to the vmcore through
-#   libkdumpfile and drgn, -d 31 equal to -d 1 refiltered, the log.
+#   libkdumpfile and drgn, -d 31 equal to -d 1 refiltered, the log, the
+#   classifier's self-check. arm64-16k-va52 (16 KiB pages, 52-bit VA with
+#   LPA2), which no makedumpfile reads, always gets those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/tools.sh
@@ -38,7 +41,7 @@ source scripts/lib/judge.sh
 export PYTHONDONTWRITEBYTECODE=1
 
 judge_options kdump-arch-test.sh "$@"
-((${#variants[@]})) || variants=(ppc64el-radix ppc64el-hash arm64 riscv64)
+((${#variants[@]})) || variants=(ppc64el-radix ppc64el-hash arm64 riscv64 arm64-16k-va47 arm64-16k-va52)
 judge_setup kdump-arch-test.sh
 
 # pages_in FILE: the pages a kdump file holds (its 2nd bitmap).
@@ -50,19 +53,23 @@ pages_in() {
 # vmdump's dumps of it, and adds its line to the table.
 table=()
 test_variant() {
-    local arch=$1 mmu=$2 arch_name=$3 uts=$4 judge=${5:-debian} start=$SECONDS name info elf ref dir reference=()
-    name=vmcore-$arch${mmu:+-$mmu}-test
+    local arch=$1 mmu=$2 arch_name=$3 uts=$4 judge=${5:-debian} variant=$6 start=$SECONDS name info elf ref dir
+    local options=() cache=target/kdump/$arch
+    shift 6
+    options=("$@")
+    name=vmcore-$variant-test
     echo "== $name"
-    [[ $judge == none ]] && reference=(--no-reference)
-    scripts/make-kdump-fixture.sh --arch "$arch" ${mmu:+--mmu "$mmu"} --name "$name" --zstd-level 1 "${reference[@]}" \
+    [[ $judge == none ]] && options+=(--no-reference)
+    [[ " ${options[*]} " != *" --flavour arm64-16k "* ]] || cache+=-16k
+    scripts/make-kdump-fixture.sh --arch "$arch" ${mmu:+--mmu "$mmu"} --name "$name" --zstd-level 1 "${options[@]}" \
         > "$out/$name.fixture.log" 2>&1 ||
         { tail -n 40 "$out/$name.fixture.log" >&2; echo "kdump-arch-test: making $name failed" >&2; return 1; }
-    info=target/kdump/$arch/$name.info elf=target/kdump/$arch/$name ref=target/kdump/$arch/$name.reference dir=$out/$name
+    info=$cache/$name.info elf=$cache/$name ref=$cache/$name.reference dir=$out/$name
     [[ $judge == none ]] && ref=none
     grep -E '^(kernel:|page size|guest: mmu)' "$info"
     judge_vmcore "$elf" "$ref" "$dir" "$arch_name" "$uts" || return 1
     if [[ $arch == arm64 ]]; then judge_symbols "$elf" "$dir" || return 1; fi
-    table+=("$(printf '| %s | %s | %s | %s | %s / %s | %s / %s | %d |' "$arch" \
+    table+=("$(printf '| %s | %s | %s | %s | %s / %s | %s / %s | %d |' "$variant" \
         "$(sed -n 's/^kernel: [^ ]* \([^ ]*\) (\(.*\)), MMU .*/\2 (\1)/p' "$info")" \
         "$(sed -n 's/^page size: //p' "$info")" "$(sed -n 's/^kernel: .*, MMU //p' "$info")" \
         "$(pages_in "$dir/d1.kdump")" "$(reference_pages "$ref" d1)" \
@@ -77,15 +84,21 @@ reference_pages() {
 status=0
 for variant in "${variants[@]}"; do
     case $variant in
-        ppc64el-radix) test_variant ppc64el radix ppc64 ppc64le || status=1 ;;
-        ppc64el-hash) test_variant ppc64el hash ppc64 ppc64le || status=1 ;;
-        arm64) test_variant arm64 '' aarch64 aarch64 || status=1 ;;
+        ppc64el-radix) test_variant ppc64el radix ppc64 ppc64le debian "$variant" || status=1 ;;
+        ppc64el-hash) test_variant ppc64el hash ppc64 ppc64le debian "$variant" || status=1 ;;
+        arm64) test_variant arm64 '' aarch64 aarch64 debian "$variant" || status=1 ;;
         # Debian 12's libkdumpfile (0.5.1) has no riscv64: no arch.name.
-        riscv64) test_variant riscv64 '' none riscv64 "$upstream_judge" || status=1 ;;
+        riscv64) test_variant riscv64 '' none riscv64 "$upstream_judge" "$variant" || status=1 ;;
+        # Debian 13's 16 KiB kernel: a 52-bit VA kernel on a CPU without
+        # LPA2 (47 bits), judged by upstream makedumpfile (Debian 13's
+        # refuses it); with LPA2 (52 bits), which no makedumpfile reads.
+        arm64-16k-va47) test_variant arm64 '' aarch64 aarch64 "$upstream_judge" "$variant" \
+            --flavour arm64-16k --cpu max,pauth-impdef=on,lpa2=off || status=1 ;;
+        arm64-16k-va52) test_variant arm64 '' aarch64 aarch64 none "$variant" --flavour arm64-16k || status=1 ;;
         *) echo "kdump-arch-test.sh: unknown variant $variant" >&2; exit 2 ;;
     esac
 done
-echo "| arch | kernel | page size | paging | pages -d 1 (vmdump / makedumpfile) | pages -d 31 | seconds |"
+echo "| variant | kernel | page size | paging | pages -d 1 (vmdump / makedumpfile) | pages -d 31 | seconds |"
 echo "|---|---|---|---|---|---|---|"
 printf '%s\n' "${table[@]}"
 judge_summary kdump-arch "$status"

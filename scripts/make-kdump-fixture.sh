@@ -32,6 +32,18 @@
 #                       makedumpfile: scripts/lib/fixture.sh)
 #   --mmu               ppc64el: radix (POWER9's default) or hash
 #                       (disable_radix on the kernel command line)
+#   --flavour           arm64: the kernel flavour, arm64 (4 KiB pages) or
+#                       arm64-16k (Debian 13 and later: 16 KiB pages; the
+#                       suite defaults to trixie)
+#   --cpu               arm64: QEMU's CPU model (default
+#                       max,pauth-impdef=on; its LPA2 gives a 16 KiB kernel
+#                       52-bit VA, max,pauth-impdef=on,lpa2=off 47-bit)
+#   --judge             debian (the suite's makedumpfile), upstream
+#                       (upstream's newest commit, built static for the
+#                       architecture: scripts/lib/fixture.sh) or none (as
+#                       --no-reference); default: debian, upstream for
+#                       riscv64 and arm64-16k, which Debian's misjudges or
+#                       refuses
 #   --name              the fixture's name (default vmcore-ARCH[-hash])
 #   --timeout           kill QEMU when the guest is not DONE after this many
 #                       seconds (default 1500)
@@ -44,7 +56,7 @@
 #   --no-reference      stop after the fixture (no makedumpfile runs)
 #   --install-expected  copy the reference results to
 #                       tests/fixtures/kdump/expected/NAME
-# As root. Results in target/kdump/ARCH: NAME (the capture kernel's
+# As root. Results in target/kdump/ARCH (arm64-16k: target/kdump/arm64-16k): NAME (the capture kernel's
 # /proc/vmcore), NAME.zst, NAME.info, NAME.vmcoreinfo, NAME.serial.log,
 # NAME.reference/. Downloads stay there between runs.
 set -euo pipefail
@@ -54,11 +66,14 @@ source scripts/lib/debian.sh
 source scripts/lib/fixture.sh
 export PYTHONDONTWRITEBYTECODE=1
 
-arch='' mmu=radix fixture='' zstd_level=9 qemu_timeout=1500 suite='' kernel_pkg='' refresh=0 reference=1 install_expected=0
+arch='' mmu=radix flavour='' cpu='' judge='' fixture='' zstd_level=9 qemu_timeout=1500 suite='' kernel_pkg='' refresh=0 reference=1 install_expected=0
 while (($#)); do
     case $1 in
         --arch) arch=$2; shift 2 ;;
         --mmu) mmu=$2; shift 2 ;;
+        --flavour) flavour=$2; shift 2 ;;
+        --cpu) cpu=$2; shift 2 ;;
+        --judge) judge=$2; shift 2 ;;
         --name) fixture=$2; shift 2 ;;
         --timeout) qemu_timeout=$2; shift 2 ;;
         --suite) suite=$2; shift 2 ;;
@@ -75,6 +90,7 @@ done
 die() { echo "make-kdump-fixture: FAILED: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || die "run as root (apt-get, mknod for the initramfs)"
 
+[[ -z $flavour || $arch == arm64 ]] || die "--flavour is for arm64"
 # What each architecture needs: the kernel flavour's meta package, QEMU's
 # system and user emulators, the cross compiler (for memfill), the
 # console, QEMU's machine and the guest's RAM and crashkernel=.
@@ -92,13 +108,19 @@ case $arch in
         esac
         ;;
     arm64)
-        flavour=arm64 qemu_system=qemu-system-aarch64:qemu-system-arm
-        qemu_user=qemu-aarch64-static cross=aarch64-linux-gnu console=ttyAMA0
+        flavour=${flavour:-arm64} qemu_system=qemu-system-aarch64:qemu-system-arm
+        qemu_user=qemu-aarch64-static cross=aarch64-linux-gnu console=ttyAMA0 mdf_target=aarch64
         # Every feature TCG has, with the cheap pointer-auth hash; KASLR
         # seeded by QEMU's device tree.
-        machine=(-M virt -cpu max,pauth-impdef=on -m 1G) crashkernel=256M
+        machine=(-M virt -cpu "${cpu:-max,pauth-impdef=on}" -m 1G) crashkernel=256M
         [[ $mmu == radix ]] || die "--mmu is for ppc64el"
-        mmu=va48 mmu_append=''  # 48-bit VA, four levels of 4 KiB tables
+        mmu=va mmu_append=''  # the VA width: NUMBER(VA_BITS), once booted
+        case $flavour in
+            arm64) ;;
+            # Debian 13's makedumpfile (1.7.6) refuses 16 KiB kernels.
+            arm64-16k) default_suite=trixie default_judge=upstream ;;
+            *) die "--flavour $flavour: arm64 or arm64-16k" ;;
+        esac
         ;;
     riscv64)
         flavour=riscv64 qemu_system=qemu-system-riscv64:qemu-system-misc
@@ -109,17 +131,26 @@ case $arch in
         mmu=sv57 mmu_append='' default_suite=trixie
         # Debian 13 has no kexec-tools for riscv64: sid's. Its makedumpfile
         # (1.7.6) excludes no free page at -d 31 on 6.12: upstream's judges.
-        kexec_suite=sid judge=upstream mdf_target=riscv64
+        kexec_suite=sid default_judge=upstream mdf_target=riscv64
         ;;
     '') die "--arch is required (ppc64el, arm64 or riscv64)" ;;
     *) die "--arch $arch: ppc64el, arm64 or riscv64" ;;
 esac
-suite=${suite:-${default_suite:-bookworm}} kexec_suite=${kexec_suite:-$suite}
+suite=${suite:-${default_suite:-bookworm}} kexec_suite=${kexec_suite:-$suite} judge=${judge:-${default_judge:-debian}}
+[[ -z $cpu || $arch == arm64 ]] || die "--cpu is for arm64"
+case $judge in
+    debian | upstream) ;;
+    none) reference=0 ;;
+    *) die "--judge $judge: debian, upstream or none" ;;
+esac
+((reference)) || judge=none
 if [[ -z $fixture ]]; then
     fixture=vmcore-$arch
     [[ $mmu != hash ]] || fixture+=-hash
 fi
+# (arm64-16k has a cache of its own: its suite's apt state)
 cache=$PWD/target/kdump/$arch
+[[ $flavour != arm64-16k ]] || cache+=-16k
 
 
 host_tools() {
@@ -210,7 +241,7 @@ needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 # The makedumpfile that judges: Debian's of the kernel's release, or
 # upstream's newest where Debian's is wrong for the kernel.
 fetch_judge() {
-    case ${judge:-debian} in
+    case $judge in
         debian) fetch_makedumpfile "$cache" "$qemu_user" ;;
         upstream) build_upstream_makedumpfile "$cache" "$qemu_user" "$cross" "$mdf_target" ;;
     esac
@@ -282,6 +313,11 @@ check_and_describe() {
     python3 scripts/lib/elfcore.py vmcoreinfo "$elf" > "$cache/$fixture.vmcoreinfo"
     local release
     release=$(vmcoreinfo_value OSRELEASE)
+    # arm64: the VA width the kernel runs with (64 - T1SZ: a 52-bit kernel
+    # falls back to 47 or 48 bits without LPA2), else the one it is built for.
+    local t1sz
+    t1sz=$(vmcoreinfo_value 'NUMBER(TCR_EL1_T1SZ)')
+    [[ $mmu != va ]] || mmu=va$( ((t1sz)) && echo $((64 - t1sz)) || vmcoreinfo_value 'NUMBER(VA_BITS)')
     [[ $release == "$kver" ]] || die "OSRELEASE=$release in VMCOREINFO, the kernel is $kver"
     {
         echo "$arch vmcore fixture (kdump in the guest), made by scripts/make-kdump-fixture.sh on $(date -u +%F)"

@@ -134,8 +134,9 @@ def judge_unjudged(elf, ours, machine):
     """REFERENCE_DIR none: no makedumpfile judges this kernel here (upstream's
     source out of reach). The checks that need none: every page each dump
     holds equal to the ELF, the attributes, the -d 31 dump and the -d 1 one
-    refiltered holding the same pfns, fewer than -d 1's, and the log naming
-    the kernel's release."""
+    refiltered holding the same pfns, fewer than -d 1's, the log naming
+    the kernel's release, and the classifier's self-check agreeing with the
+    kernel's own counters."""
     held = {}
     for name in ("d1", "d31", "refiltered"):
         equal, different, pages, attrs = read_back(f"{ours}/{name}.kdump", elf)
@@ -152,6 +153,11 @@ def judge_unjudged(elf, ours, machine):
         log = f.read()
     check(f"Linux version {machine['release']} ".encode() in log,
           f"vmdump dmesg: {len(log)} bytes, with the kernel's banner for {machine['release']}")
+    # The classifier's self-check: its free, page cache and user counts
+    # beside the kernel's own counters (vmstat) in the -d 31 run's report.
+    with open(f"{ours}/d31.stderr.txt", errors="replace") as f:
+        line = next((line.strip() for line in f if line.startswith("Self-check")), "no Self-check line")
+    check(": agree" in line, f"-d 31 {line}")
 
 
 def main():
