@@ -52,7 +52,8 @@ fn main() {
 
 /// A script that adds to the default layout one output section, after
 /// `.text`, holding the sections of the listed functions in the list's
-/// reverse order, then the C runtime's start-up code (`_start`,
+/// reverse order, then liblzo2's coder and the unwinder's frame
+/// registration, then the C runtime's start-up code (`_start`,
 /// `frame_dummy`: each object's one `.text`): the functions every dump
 /// runs (the list's first) end against `.plt`, which every run executes
 /// too, and share its 64 KiB. Names that are not plain symbols are left
@@ -67,6 +68,14 @@ fn linker_script(names: &str) -> String {
         )
         .unwrap();
     }
+    // The C code linked from archives built without function sections:
+    // liblzo2's coder and its start-up check (every -l dump: lzo1x_1.o and
+    // lzo_init.o, in whichever archive: rustc bundles liblzo2.a into the
+    // codec's rlib) and the unwinder's frame registration (every start:
+    // crtbegin.o calls it), whose one `.text` each would otherwise lie
+    // among cold code and cost the 64 KiB around it.
+    script.push_str("    *:lzo1x_1.o(.text .text.*) *:lzo_init.o(.text .text.*)\n");
+    script.push_str("    *libgcc_eh.a:unwind-dw2-fde*.o(.text .text.*)\n");
     script.push_str("    *crt1.o(.text) *crti.o(.text) *crtbegin.o(.text) *crtend.o(.text) *crtn.o(.text)\n");
     script.push_str("  }\n} INSERT AFTER .text;\n");
     script
