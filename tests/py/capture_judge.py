@@ -640,6 +640,27 @@ def judge_triage(j, args, out, serial):
     dump.unlink(missing_ok=True)
 
 
+# vmdump's peak RSS may exceed makedumpfile's by this much (run-to-run
+# noise is about 0.1 MiB) before the capture test fails: code that moved out
+# of host/link-order.txt cost 0.5 to 0.8 MiB each time it happened.
+RSS_SLACK = 1.05
+
+
+def judge_memory(j, out):
+    """The capture kernel's peak RSS of the distributions' command lines:
+    vmdump's at most RSS_SLACK times makedumpfile's, where its resident
+    memory was (binary, libraries, heap, stack) shown either way."""
+    for line in ("kdump-tools", "kdump-utils"):
+        m, t = (read_stat(out / f"{tool}.{line}.stat") for tool in ("vmdump", "makedumpfile"))
+        ours, theirs = m.get("maxrss_kib", 0), t.get("maxrss_kib", 0)
+        where = ", ".join(f"{k.removesuffix('_kib')} {m.get(k, 0):.0f}"
+                          for k in ("binary_kib", "libs_kib", "anon_kib", "stack_kib"))
+        j.check(0 < ours <= theirs * RSS_SLACK,
+                f"{line}: vmdump's peak RSS {ours:.0f} KiB ({where}), makedumpfile's {theirs:.0f} KiB",
+                "more than 5 % above makedumpfile's: has the code moved out of host/link-order.txt? "
+                "(scripts/link-order.sh)")
+
+
 def summary(out, read):
     print(f"\n{'run':<26} {'wall s':>7} {'user s':>7} {'sys s':>6} {'peak RSS':>10} "
           f"{'output bytes':>13} {'pages':>7} {'zero':>6}")
@@ -700,6 +721,7 @@ def main():
     j.guard("--mem-usage of the vmcore", judge_mem_usage_vmcore, j, args, out)
     j.guard("live", judge_live, j, args, out)
     j.guard("encrypted dumps", judge_encrypted, j, args, out, out / "vmcore")
+    j.guard("memory", judge_memory, j, out)
     summary(out, read)
     if args.summary:
         args.summary.write_text(json.dumps(figures(args, out, release, read, dmesg_equal, j.failed)) + "\n")
