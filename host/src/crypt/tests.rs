@@ -1,5 +1,6 @@
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use age::secrecy::ExposeSecret;
@@ -22,7 +23,9 @@ fn temp_dir(name: &str) -> PathBuf {
 fn key(dir: &Path, name: &str) -> (String, PathBuf) {
     let identity = age::x25519::Identity::generate();
     let path = dir.join(name);
-    std::fs::write(&path, format!("# test key\n{}\n", identity.to_string().expose_secret())).unwrap();
+    // A secret key, even a test's: its owner alone reads it.
+    let mut file = File::options().write(true).create_new(true).mode(0o600).open(&path).unwrap();
+    file.write_all(format!("# test key\n{}\n", identity.to_string().expose_secret()).as_bytes()).unwrap();
     (identity.to_public().to_string(), path)
 }
 
