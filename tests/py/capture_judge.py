@@ -640,10 +640,13 @@ def judge_triage(j, args, out, serial):
     dump.unlink(missing_ok=True)
 
 
-# vmdump's peak RSS may exceed makedumpfile's by this much (run-to-run
-# noise is about 0.1 MiB) before the capture test fails: code that moved out
-# of host/link-order.txt cost 0.5 to 0.8 MiB each time it happened.
-RSS_SLACK = 1.05
+# vmdump's peak RSS may exceed makedumpfile's by this much before the
+# capture test fails: a tripwire for code that moves out of
+# host/link-order.txt (it cost 11 % and 20 % the two times it happened).
+# Both tools' figures move by up to 5 % from run to run, more on kernels
+# after 6.1, whose ru_maxrss can miss a peak that /proc/PID/smaps shows
+# (trixie's and sid's guests: vmdump 0.92x to 1.07x of makedumpfile).
+RSS_SLACK = 1.10
 
 
 def judge_memory(j, out):
@@ -657,8 +660,8 @@ def judge_memory(j, out):
                           for k in ("binary_kib", "libs_kib", "anon_kib", "stack_kib"))
         j.check(0 < ours <= theirs * RSS_SLACK,
                 f"{line}: vmdump's peak RSS {ours:.0f} KiB ({where}), makedumpfile's {theirs:.0f} KiB",
-                "more than 5 % above makedumpfile's: has the code moved out of host/link-order.txt? "
-                "(scripts/link-order.sh)")
+                f"more than {RSS_SLACK - 1:.0%} above makedumpfile's: has the code moved out of "
+                "host/link-order.txt? (scripts/link-order.sh)")
 
 
 def summary(out, read):
