@@ -84,16 +84,6 @@ fi
 
 die() { echo "capture-test: FAILED: $*" >&2; exit 1; }
 
-# step NAME COMMAND...: runs it and notes how long it took, for the summary.
-timings=()
-step() {
-    local name=$1 start=$SECONDS
-    shift
-    echo "== $name"
-    "$@"
-    timings+=("$(printf '%-10s %4d s' "$name" $((SECONDS - start)))")
-}
-
 # The kernel of the suite (its own apt state, target/capture/apt-SUITE):
 # sets kernel_pkg, kver, kroot (with depmod's modules.dep) and vmlinuz.
 fetch_suite_kernel() {

@@ -14,7 +14,6 @@
 #   build_upstream_makedumpfile CACHE QEMU_USER CROSS TARGET
 #                               upstream makedumpfile's newest commit,
 #                               built static for the architecture: sets mdf
-#   step NAME COMMAND...        runs it, its time noted in timings
 #   cleanup                     kills QEMU (qpid) if it runs, removes work
 #   make_cpio DIR               DIR as a gzip'd newc cpio on stdout
 #   make_data_disk UUID_PREFIX  the guest's ext4 data disk: sets data_img
@@ -148,16 +147,6 @@ build_upstream_makedumpfile() {
     "${mdf[@]}" -v 2>&1 | head -n 1 | grep -q '^makedumpfile: version' ||
         die "upstream makedumpfile does not run under $qemu_user: $("${mdf[@]}" -v 2>&1 | head -n 3)"
     echo "upstream makedumpfile ${commit:0:12} ($(git --git-dir="$git" log -1 --format=%cs HEAD)): $("${mdf[@]}" -v 2>&1 | head -n 1)"
-}
-
-# step NAME COMMAND...: runs it and notes how long it took, for the summary.
-timings=()
-step() {
-    local name=$1 start=$SECONDS
-    shift
-    echo "== $name"
-    "$@"
-    timings+=("$(printf '%-10s %4d s' "$name" $((SECONDS - start)))")
 }
 
 qpid=

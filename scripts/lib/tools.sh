@@ -137,3 +137,13 @@ ensure_capture_tools() {
         age-keygen:age ssh-keygen:openssh-client
     ensure_drgn
 }
+
+# step NAME COMMAND...: runs it and notes how long it took, for the summary.
+timings=()
+step() {
+    local name=$1 start=$SECONDS
+    shift
+    echo "== $name"
+    "$@"
+    timings+=("$(printf '%-10s %4d s' "$name" $((SECONDS - start)))")
+}

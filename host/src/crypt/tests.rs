@@ -59,9 +59,13 @@ fn encrypted(recipients: &[String]) -> (Vec<u8>, Vec<u8>) {
 
 fn decrypted(dir: &Path, ciphertext: &[u8], identity: &Path) -> anyhow::Result<(Vec<u8>, Decrypted)> {
     let input = dir.join("in.age");
-    std::fs::write(&input, ciphertext).unwrap();
+    // A dump's ciphertext and its plaintext: 0600, as vmdump's own files.
+    let mut sealed =
+        File::options().write(true).create(true).truncate(true).mode(0o600).open(&input).unwrap();
+    sealed.write_all(ciphertext).unwrap();
     let output = dir.join("out");
-    let mut file = File::options().read(true).write(true).create(true).truncate(true).open(&output).unwrap();
+    let mut file =
+        File::options().read(true).write(true).create(true).truncate(true).mode(0o600).open(&output).unwrap();
     let report = decrypt(&input, &Identities::load(&[identity.to_path_buf()])?, &mut file)?;
     let mut bytes = Vec::new();
     File::open(&output).unwrap().read_to_end(&mut bytes).unwrap();
