@@ -26,5 +26,6 @@ pub mod profile;
 pub mod progress;
 pub mod ranges;
 pub mod read;
+pub mod resident;
 pub mod triage;
 pub mod xlat;

@@ -4,6 +4,9 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    // What starting the program touched (ld.so, libc's resolvers) goes
+    // back to the page cache before the run begins (vmdump::resident).
+    vmdump::resident::release_clean_file_pages();
     let args: Vec<String> = std::env::args().collect();
     let as_makedumpfile = args.first().is_some_and(|a| a.rsplit('/').next() == Some("makedumpfile"));
     let result = if as_makedumpfile {

@@ -47,6 +47,9 @@ pub fn run_pages(
     pass: Pass,
     mut drain: impl FnMut(&mut Slot) -> Result<(), DumpError>,
 ) -> Result<(PassCounts, Result<(), DumpError>), DumpError> {
+    // The code the phases before this pass ran goes back to the page
+    // cache: the peak is this pass's alone (crate::resident).
+    crate::resident::release_clean_file_pages();
     let (run, input) = (plan.run(), plan.input());
     let sparse = plan.exclusion().metadata().is_some();
     let ranges = reader_ranges(plan, pass.piece)?;
