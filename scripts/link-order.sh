@@ -12,8 +12,14 @@
 # the command lines of kdump-tools and kdump-utils at -d 31 and -d 1, the
 # kernel log, and vmdump's own default. Run it again after large changes:
 # tests/link_order.rs says when too few of the listed functions are left.
-# Usage: scripts/link-order.sh
+# Vmcores given as arguments are run too, after the fixtures' (6.1 and
+# 7.2): a kernel whose dump runs code of its own, e.g. trixie's 6.12, whose
+# vmcore `scripts/capture-test.sh --suite trixie --judge none --keep` saves
+# in its run's out/vmcore.
+# Usage: scripts/link-order.sh [VMCORE...]
 set -euo pipefail
+extra=()
+for vmcore in "$@"; do extra+=("$(realpath "$vmcore")"); done
 cd "$(dirname "$0")/.."
 source scripts/lib/tools.sh
 ensure_build_deps
@@ -33,7 +39,7 @@ cp "$bin" "$work/bin/vmdump"
 ln -s vmdump "$work/bin/makedumpfile"
 export VMDUMP_PROFILE=$PWD/config/system.toml
 run=0
-for vmcore in target/fixtures/vmcore-SK target/fixtures/vmcore-SK72; do
+for vmcore in target/fixtures/vmcore-SK target/fixtures/vmcore-SK72 "${extra[@]}"; do
     for args in "-l --message-level 7 -d 31 @ OUT" "-F -c -d 31 @" "-c -d 31 @ OUT" "-l -d 1 @ OUT" \
         "--dump-dmesg @ OUT" "dump @ OUT"; do
         run=$((run + 1))

@@ -12,7 +12,9 @@
  * where its resident memory was when it was largest, from /proc/PID/smaps
  * read every 20 ms: sampled_kib (that sample's total), binary_kib (the
  * program's own file), libs_kib (other files: shared libraries), anon_kib
- * (heap and anonymous mappings), stack_kib, watched_kib (PATH's mapping).
+ * (heap and anonymous mappings), stack_kib, watched_kib (PATH's mapping);
+ * and that sample's mappings, one line each (resident KiB, permissions,
+ * file), in STATFILE.peak.
  * Exit status: the command's (128+N if signal N killed it).
  * Build: gcc -O2 -static -o runstat runstat.c
  */
@@ -47,9 +49,11 @@ static int has_mapped(pid_t pid, const char *path)
     return found;
 }
 
-/* Resident KiB of a process by kind of mapping. */
+/* Resident KiB of a process by kind of mapping, and its resident
+ * mappings as lines of "KIB PERMS PATH". */
 struct footprint {
     long binary, libs, anon, stack, watched;
+    char table[8192];
 };
 
 static long total(const struct footprint *f)
@@ -70,20 +74,28 @@ static int sample(pid_t pid, const char *watch, struct footprint *out)
     FILE *f = fopen(name, "r");
     if (!f)
         return 0;
-    struct footprint fp = {0};
+    static struct footprint fp;
+    memset(&fp, 0, sizeof fp);
     long *kind = &fp.anon;
+    char mapping[4096 + 8] = "";
+    size_t used = 0;
     while (fgets(line, sizeof line, f)) {
         long kib;
         if (sscanf(line, "Rss: %ld kB", &kib) == 1) {
             *kind += kib;
+            int n = kib ? snprintf(fp.table + used, sizeof fp.table - used, "%ld %s\n", kib, mapping) : 0;
+            if (n > 0 && (size_t)n < sizeof fp.table - used)
+                used += n;
             continue;
         }
         unsigned long lo, hi;
+        char perms[8];
         int path_at = 0;
-        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &path_at) < 2 || !path_at)
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &path_at) < 3 || !path_at)
             continue;
         char *path = line + path_at;
         path[strcspn(path, "\n")] = 0;
+        snprintf(mapping, sizeof mapping, "%s %s", perms, path);
         kind = !*path || !strcmp(path, "[heap]") ? &fp.anon
              : !strcmp(path, "[stack]") ? &fp.stack
              : watch && !strcmp(path, watch) ? &fp.watched
@@ -119,7 +131,7 @@ int main(int argc, char **argv)
         _exit(127);
     }
     int status, mapped = 0;
-    struct footprint peak = {0}, now;
+    static struct footprint peak, now;
     struct rusage ru; /* of this one child alone, unlike RUSAGE_CHILDREN */
     for (;;) {
         pid_t done = wait4(pid, &status, watch ? WNOHANG : 0, &ru);
@@ -150,6 +162,15 @@ int main(int argc, char **argv)
     if (fclose(f) != 0) {
         perror(argv[1]);
         return 1;
+    }
+    if (watch) {
+        char name[PATH_MAX];
+        snprintf(name, sizeof name, "%s.peak", argv[1]);
+        FILE *p = fopen(name, "w");
+        if (!p || fputs(peak.table, p) < 0 || fclose(p) != 0) {
+            perror(name);
+            return 1;
+        }
     }
     return code;
 }
