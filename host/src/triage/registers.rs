@@ -32,12 +32,15 @@ impl Registers {
         // pr_reg words: x86_64's user_regs_struct (rbp 4, rip 16, rsp 19),
         // arm64's user_pt_regs (x29 29, sp 31, pc 32), ppc64's pt_regs
         // (r1, the stack pointer and back chain, 1; nip 32), riscv64's
-        // user_regs_struct (pc 0, sp 2, s0 the frame pointer 8).
+        // user_regs_struct (pc 0, sp 2, s0 the frame pointer 8), s390x's
+        // s390_regs (the PSW's address 1, then r0..r15 from 2: r15 the
+        // stack pointer 17, r11 the frame pointer 13).
         let (ip, sp, fp) = match machine {
             Machine::X86_64 => (16, 19, 4),
             Machine::Aarch64 => (32, 31, 29),
             Machine::Ppc64le => (32, 1, 1),
             Machine::Riscv64 => (0, 2, 8),
+            Machine::S390x => (1, 17, 13),
         };
         let e = machine.endian();
         let prstatus =

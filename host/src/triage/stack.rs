@@ -65,7 +65,7 @@ pub fn unwind(kernel: &KernelView<'_>, regs: &Registers) -> Result<(Frame, Vec<F
     let stack_end = (regs.sp | (STACK_SIZE - 1)).wrapping_add(1);
     let (frames, method) = match kernel.memory().arch().machine() {
         Machine::Aarch64 => (frame_chain(kernel, regs.fp, stack_end), StackMethod::FramePointers),
-        Machine::X86_64 | Machine::Ppc64le | Machine::Riscv64 => {
+        Machine::X86_64 | Machine::Ppc64le | Machine::Riscv64 | Machine::S390x => {
             (scan(kernel, regs.sp, stack_end)?, StackMethod::Scan)
         }
     };

@@ -22,6 +22,9 @@
 //! pages, Sv39/48/57, root `swapper_pg_dir − va_kernel_pa_offset`, the
 //! linear map and the image by the formulas of VMCOREINFO's layout,
 //! `phys_base` `NUMBER(phys_ram_base)`, utsname machine `riscv64`.
+//! s390x ([`S390x`], docs/s390x.md §5): 4 KiB pages, big-endian, root
+//! `swapper_pg_dir` (a physical address on 6.1), everything walked,
+//! `phys_base` 0, utsname machine `s390x`; its dumps are not written yet.
 
 use vmdump_format::elf::{Endian, LoadSegment};
 use vmdump_format::machine::Machine;
@@ -32,6 +35,7 @@ use super::arm64::Arm64;
 use super::page_offset::PageOffset;
 use super::ppc64::Ppc64;
 use super::riscv64::Riscv64;
+use super::s390x::S390x;
 use super::x86_64::X86_64;
 
 /// What each architecture's file gives (libkdumpfile's per-arch
@@ -97,6 +101,8 @@ pub enum Arch {
     Ppc64(Ppc64),
     /// riscv64, Sv39/Sv48/Sv57.
     Riscv64(Riscv64),
+    /// s390x, big-endian, region and segment tables.
+    S390x(S390x),
 }
 
 impl From<X86_64> for Arch {
@@ -123,6 +129,12 @@ impl From<Riscv64> for Arch {
     }
 }
 
+impl From<S390x> for Arch {
+    fn from(arch: S390x) -> Self {
+        Arch::S390x(arch)
+    }
+}
+
 impl Arch {
     /// The machine of an ELF vmcore.
     ///
@@ -144,13 +156,15 @@ impl Arch {
     ///
     /// # Errors
     ///
-    /// As the architecture's `new` ([`X86_64::new`], [`Arm64::new`], [`Ppc64::new`], [`Riscv64::new`]).
+    /// As the architecture's `new` ([`X86_64::new`], [`Arm64::new`], [`Ppc64::new`], [`Riscv64::new`],
+    /// [`S390x::new`]).
     pub fn new(machine: Machine, info: &VmcoreInfo, loads: &[LoadSegment]) -> Result<Self, XlatError> {
         Ok(match machine {
             Machine::X86_64 => Arch::X86_64(X86_64::new(info, loads)?),
             Machine::Aarch64 => Arch::Arm64(Arm64::new(info, loads)?),
             Machine::Ppc64le => Arch::Ppc64(Ppc64::new(info, loads)?),
             Machine::Riscv64 => Arch::Riscv64(Riscv64::new(info, loads)?),
+            Machine::S390x => Arch::S390x(S390x::new(info, loads)?),
         })
     }
 
@@ -161,6 +175,7 @@ impl Arch {
             Arch::Arm64(arch) => arch,
             Arch::Ppc64(arch) => arch,
             Arch::Riscv64(arch) => arch,
+            Arch::S390x(arch) => arch,
         }
     }
 

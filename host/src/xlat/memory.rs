@@ -78,7 +78,7 @@ impl<'a, R: PhysRead + ?Sized> KernelMemory<'a, R> {
                     x86.set_page_offset(found);
                 }
             }
-            Arch::X86_64(_) | Arch::Riscv64(_) => {}
+            Arch::X86_64(_) | Arch::Riscv64(_) | Arch::S390x(_) => {}
             Arch::Arm64(arm64) => arm64.check(info, &|vaddr| mem.walk(vaddr))?,
             Arch::Ppc64(ppc64) => {
                 let mut ppc64 = ppc64.clone();

@@ -12,6 +12,7 @@
 //! | [`Arm64`] | 4/16/64 KiB pages, 36- to 52-bit VA, PHYS_OFFSET, kimage_voffset (KASLR) | docs/arm64.md |
 //! | [`Ppc64`] | ppc64le: radix or hash MMU, 4/64 KiB pages, the linear map, vmemmap_list | docs/ppc64.md |
 //! | [`Riscv64`] | Sv39/48/57, the image and linear map from VMCOREINFO's layout | docs/riscv64.md |
+//! | [`S390x`] | big-endian region, segment and page tables; 1 MiB and 2 GiB frames | docs/s390x.md |
 //! | [`KernelMemory`] | `read_virt` / `read_u64` over a [`PhysRead`], with a page-table cache | §5.6, §6.3 |
 //! | [`SectionTable`] | present memory sections and their `mem_map` addresses | §5.2 |
 //!
@@ -32,6 +33,7 @@ mod memory;
 mod page_offset;
 mod ppc64;
 mod riscv64;
+mod s390x;
 mod user;
 mod x86_64;
 
@@ -46,6 +48,7 @@ pub use memory::KernelMemory;
 pub use page_offset::{PageOffset, PageOffsetSource};
 pub use ppc64::{Mmu, PPC64_PAGE_OFFSET, Ppc64, VmemmapBlock, VmemmapList};
 pub use riscv64::Riscv64;
+pub use s390x::S390x;
 pub use user::{UserRun, UserWalkError, user_pages};
 pub use x86_64::{
     ENTRY_MASK, PAGE_OFFSET_L4, PAGE_OFFSET_L5, PAGE_SIZE as X86_64_PAGE_SIZE, START_KERNEL_MAP, X86_64,

@@ -17,6 +17,7 @@ mod arm64_granules;
 mod e2e;
 mod ppc64;
 mod riscv64;
+mod s390x;
 mod sections;
 mod walk;
 
