@@ -23,7 +23,7 @@
 # -d 31, seconds.
 #
 # Usage: scripts/kdump-arch-test.sh [--keep] [--upstream-judge upstream|none]
-#            [--variant ppc64el-radix|ppc64el-hash|arm64|riscv64|arm64-16k-va47|arm64-16k-va52]...
+#            [--variant ppc64el-radix|ppc64el-hash|arm64|riscv64|arm64-16k-va47|arm64-16k-va52|s390x]...
 #   default: every variant. As root; downloads stay in target/kdump.
 #   riscv64 and arm64-16k-va47 are judged by upstream makedumpfile's
 #   newest commit (Debian 13's 1.7.6 misjudges riscv64's 6.12 and refuses
@@ -41,7 +41,7 @@ source scripts/lib/judge.sh
 export PYTHONDONTWRITEBYTECODE=1
 
 judge_options kdump-arch-test.sh "$@"
-((${#variants[@]})) || variants=(ppc64el-radix ppc64el-hash arm64 riscv64 arm64-16k-va47 arm64-16k-va52)
+((${#variants[@]})) || variants=(ppc64el-radix ppc64el-hash arm64 riscv64 arm64-16k-va47 arm64-16k-va52 s390x)
 judge_setup kdump-arch-test.sh
 
 # pages_in FILE: the pages a kdump file holds (its 2nd bitmap).
@@ -61,19 +61,50 @@ test_variant() {
     echo "== $name"
     [[ $judge == none ]] && options+=(--no-reference)
     [[ " ${options[*]} " != *" --flavour arm64-16k "* ]] || cache+=-16k
-    scripts/make-kdump-fixture.sh --arch "$arch" ${mmu:+--mmu "$mmu"} --name "$name" --zstd-level 1 "${options[@]}" \
-        > "$out/$name.fixture.log" 2>&1 ||
+    local make=(scripts/make-kdump-fixture.sh --arch "$arch" ${mmu:+--mmu "$mmu"})
+    # s390x: no kdump in Debian's kernels; QEMU's dump with the kernel's
+    # VMCOREINFO added from the lowcore (docs/s390x.md).
+    [[ $arch == s390x ]] && make=(scripts/make-s390x-fixture.sh) cache=target/s390x
+    "${make[@]}" --name "$name" --zstd-level 1 "${options[@]}" > "$out/$name.fixture.log" 2>&1 ||
         { tail -n 40 "$out/$name.fixture.log" >&2; echo "kdump-arch-test: making $name failed" >&2; return 1; }
     info=$cache/$name.info elf=$cache/$name ref=$cache/$name.reference dir=$out/$name
     [[ $judge == none ]] && ref=none
     grep -E '^(kernel:|page size|guest: mmu)' "$info"
     judge_vmcore "$elf" "$ref" "$dir" "$arch_name" "$uts" || return 1
     if [[ $arch == arm64 ]]; then judge_symbols "$elf" "$dir" || return 1; fi
+    if [[ $arch == s390x && $judge != none ]]; then judge_s390x_refilter "$elf" "$dir" "$ref" || return 1; fi
     table+=("$(printf '| %s | %s | %s | %s | %s / %s | %s / %s | %d |' "$variant" \
         "$(sed -n 's/^kernel: [^ ]* \([^ ]*\) (\(.*\)), MMU .*/\2 (\1)/p' "$info")" \
         "$(sed -n 's/^page size: //p' "$info")" "$(sed -n 's/^kernel: .*, MMU //p' "$info")" \
         "$(pages_in "$dir/d1.kdump")" "$(reference_pages "$ref" d1)" \
         "$(pages_in "$dir/d31.kdump")" "$(reference_pages "$ref" d31)" $((SECONDS - start)))")
+}
+
+# judge_s390x_refilter ELF DIR REF: s390x's makedumpfile reads vmdump's
+# big-endian -d 1 dump as one made on s390x: refiltered to -d 31 it holds
+# the pages of makedumpfile's own -d 31 dump, and -R rebuilds the flattened
+# form of vmdump's -d 31 dump into a file identical to it.
+judge_s390x_refilter() {
+    local elf=$1 dir=$2 ref=$3 root=$PWD/target/s390x/sysroot
+    local mdf=(qemu-s390x-static -L "$root" "$root/usr/bin/makedumpfile")
+    "${mdf[@]}" -l -d 31 "$dir/d1.kdump" "$dir/mdf-refiltered.kdump" > "$dir/mdf-refilter.txt" 2>&1 ||
+        { cat "$dir/mdf-refilter.txt" >&2; echo "FAIL: s390x makedumpfile refilters vmdump's -d 1 dump" >&2; return 1; }
+    if [[ $(pages_in "$dir/mdf-refiltered.kdump") == "$(pages_in "$ref/d31.kdump")" ]]; then
+        echo "PASS: s390x makedumpfile refilters vmdump's -d 1 dump to -d 31: $(pages_in "$ref/d31.kdump") pages, as its own -d 31 dump"
+    else
+        echo "FAIL: s390x makedumpfile's refiltering of vmdump's -d 1 dump holds $(pages_in "$dir/mdf-refiltered.kdump") pages, its own -d 31 dump $(pages_in "$ref/d31.kdump")" >&2
+        return 1
+    fi
+    "$vmdump" dump --no-progress --compress lzo -d 31 "$elf" - > "$dir/d31.flat" 2> "$dir/d31.flat.stderr.txt" ||
+        { cat "$dir/d31.flat.stderr.txt" >&2; return 1; }
+    "${mdf[@]}" -R "$dir/mdf-rebuilt.kdump" < "$dir/d31.flat" > "$dir/mdf-rebuild.txt" 2>&1 ||
+        { cat "$dir/mdf-rebuild.txt" >&2; echo "FAIL: s390x makedumpfile -R of vmdump's flattened -d 31 dump" >&2; return 1; }
+    if cmp -s "$dir/mdf-rebuilt.kdump" "$dir/d31.kdump"; then
+        echo "PASS: s390x makedumpfile -R rebuilds vmdump's flattened -d 31 dump byte for byte as vmdump's file"
+    else
+        echo "FAIL: s390x makedumpfile -R of vmdump's flattened -d 31 dump differs from vmdump's -d 31 file" >&2
+        return 1
+    fi
 }
 
 # reference_pages REF dN: the pages in makedumpfile's dump, or "not judged".
@@ -95,6 +126,7 @@ for variant in "${variants[@]}"; do
         arm64-16k-va47) test_variant arm64 '' aarch64 aarch64 "$upstream_judge" "$variant" \
             --flavour arm64-16k --cpu max,pauth-impdef=on,lpa2=off || status=1 ;;
         arm64-16k-va52) test_variant arm64 '' aarch64 aarch64 none "$variant" --flavour arm64-16k || status=1 ;;
+        s390x) test_variant s390x '' s390x s390x debian "$variant" || status=1 ;;
         *) echo "kdump-arch-test.sh: unknown variant $variant" >&2; exit 2 ;;
     esac
 done

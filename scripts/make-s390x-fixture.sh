@@ -193,7 +193,9 @@ check_and_describe() {
         die "SYMBOL(_stext)=$stext_info in VMCOREINFO, the guest's kallsyms says '${stext_guest}'"
     {
         echo "s390x vmcore fixture, made by scripts/make-s390x-fixture.sh on $(date -u +%F)"
-        echo "kernel: $kernel_pkg $(candidate "$kernel_pkg") ($(vmcoreinfo_value OSRELEASE))"
+        # DAT: the region and segment tables from swapper_pg_dir (docs/s390x.md §5).
+        echo "kernel: $kernel_pkg $(candidate "$kernel_pkg") ($(vmcoreinfo_value OSRELEASE)), MMU dat"
+        echo "page size: $(vmcoreinfo_value PAGESIZE)"
         echo "kernel config: $(grep -E "$config_keys" "$kroot/boot/config-$kver" | tr '\n' ' ')"
         echo "busybox-static: $busybox_version"
         echo "qemu: $(qemu-system-s390x --version | head -n 1)"

@@ -89,7 +89,7 @@ fn excluded_in_dump(path: &Path) -> Vec<u64> {
     let bytes = std::fs::read(path).expect("read dump");
     let header = DiskDumpHeader::decode(&bytes).expect("header");
     let bs = header.block_size as usize;
-    let _sub = SubHeader::decode(&bytes[bs..]).expect("sub header");
+    let _sub = SubHeader::decode(&bytes[bs..], header.endian).expect("sub header");
     let len = header.bitmap_blocks as usize / 2 * bs;
     let first = (1 + header.sub_hdr_size as usize) * bs;
     let (b1, b2) = (&bytes[first..first + len], &bytes[first + len..first + 2 * len]);

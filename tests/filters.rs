@@ -135,7 +135,11 @@ fn missing_vmcoreinfo_keys_stop_the_dump_unless_a_lower_level_is_allowed() {
     args.extend([patched.as_path().into(), out.as_path().into()]);
     let stderr = vmdump_ok(args);
     assert!(stderr.contains("instead of 31"), "{stderr}");
-    let sub = vmdump_format::kdump::SubHeader::decode(&std::fs::read(&out).unwrap()[4096..]).unwrap();
+    let sub = vmdump_format::kdump::SubHeader::decode(
+        &std::fs::read(&out).unwrap()[4096..],
+        vmdump_format::elf::Endian::Little,
+    )
+    .unwrap();
     assert!(sub.dump_level < 31 && sub.dump_level & 1 == 1, "dumped at level {}", sub.dump_level);
 }
 

@@ -100,10 +100,12 @@ fn both_distribution_command_lines_dump_7_2_as_upstream_makedumpfile() {
             assert!(!stderr(&result).contains("warning"), "{what}: {}", stderr(&result));
             let counts = dump_counts(&out);
             assert_eq!((counts.pages_in_file, counts.zero_pages), (pages, zero), "{what}");
-            let level_recorded =
-                vmdump_format::kdump::SubHeader::decode(&std::fs::read(&out).unwrap()[4096..])
-                    .expect("sub header")
-                    .dump_level;
+            let level_recorded = vmdump_format::kdump::SubHeader::decode(
+                &std::fs::read(&out).unwrap()[4096..],
+                vmdump_format::elf::Endian::Little,
+            )
+            .expect("sub header")
+            .dump_level;
             assert_eq!(level_recorded, i32::from(level), "{what}");
             let read = libkdumpfile_compare(&out, &fixture.elf);
             assert_eq!((read.equal, read.different), (pages, 0), "{what}: {}", read.raw);
@@ -218,7 +220,11 @@ fn a_key_missing_lowers_the_level_through_makedumpfile_and_stops_vmdump_dump() {
         {
             assert!(said.contains(words), "{form}: `{words}` not in {said}");
         }
-        let sub = vmdump_format::kdump::SubHeader::decode(&std::fs::read(&out).unwrap()[4096..]).unwrap();
+        let sub = vmdump_format::kdump::SubHeader::decode(
+            &std::fs::read(&out).unwrap()[4096..],
+            vmdump_format::elf::Endian::Little,
+        )
+        .unwrap();
         assert_eq!(sub.dump_level, 17, "{form}");
         let counts = dump_counts(&out);
         assert_eq!(counts.pages_in_file, ram - free, "{form}: every page but the free ones");

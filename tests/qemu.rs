@@ -234,7 +234,7 @@ fn generated_files_have_qemus_layout() {
     let bytes = std::fs::read(&out).unwrap();
     let h = DiskDumpHeader::decode(&bytes).unwrap();
     let bs = PAGE as usize;
-    let sub = SubHeader::decode(&bytes[bs..]).unwrap();
+    let sub = SubHeader::decode(&bytes[bs..], h.endian).unwrap();
     assert_eq!(h.header_version, 6);
     assert_eq!((h.timestamp_sec, h.timestamp_usec, h.nr_cpus, h.status), (0, 0, 2, 1));
     for field in 0..6 {
@@ -276,7 +276,7 @@ fn generated_files_have_qemus_layout() {
     let data = descs + summary.ram_pages as usize * PAGE_DESC_SIZE;
     assert_ne!(data % bs, 0, "pick a spec whose data area is not block aligned");
     assert!(bytes[data..data + bs].iter().all(|&b| b == 0), "the zero page comes first");
-    let desc = |i: usize| PageDesc::decode(&bytes[descs + i * PAGE_DESC_SIZE..]).unwrap();
+    let desc = |i: usize| PageDesc::decode(&bytes[descs + i * PAGE_DESC_SIZE..], h.endian).unwrap();
     let mut next = (data + bs) as u64;
     for i in 0..summary.ram_pages as usize {
         let d = desc(i);

@@ -31,18 +31,19 @@ PT_LOAD = 1
 def elf_loads(f):
     f.seek(0)
     head = f.read(64)
-    if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
-        sys.exit("not a little-endian ELF64 file")
-    phoff, = struct.unpack_from("<Q", head, 32)
-    phentsize, phnum = struct.unpack_from("<HH", head, 54)
+    if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] not in (1, 2):
+        sys.exit("not an ELF64 file")
+    e = "<" if head[5] == 1 else ">"  # EI_DATA: s390x's are big-endian
+    phoff, = struct.unpack_from(e + "Q", head, 32)
+    phentsize, phnum = struct.unpack_from(e + "HH", head, 54)
     if phnum == 0xFFFF:  # PN_XNUM: the count is sh_info of section header 0
-        shoff, = struct.unpack_from("<Q", head, 40)
+        shoff, = struct.unpack_from(e + "Q", head, 40)
         f.seek(shoff + 44)
-        phnum, = struct.unpack("<I", f.read(4))
+        phnum, = struct.unpack(e + "I", f.read(4))
     loads = []
     for i in range(phnum):
         f.seek(phoff + i * phentsize)
-        p_type, _flags, off, _vaddr, paddr, filesz, memsz = struct.unpack("<IIQQQQQ", f.read(48))
+        p_type, _flags, off, _vaddr, paddr, filesz, memsz = struct.unpack(e + "IIQQQQQ", f.read(48))
         if p_type == PT_LOAD and paddr != 2**64 - 1 and memsz:
             loads.append((paddr, off, filesz, memsz))
     return loads

@@ -232,7 +232,7 @@ pub fn dump_counts(path: &Path) -> DumpCounts {
     let bytes = std::fs::read(path).expect("read dump");
     let header = DiskDumpHeader::decode(&bytes).expect("header");
     let bs = header.block_size as usize;
-    let sub = SubHeader::decode(&bytes[bs..]).expect("sub header");
+    let sub = SubHeader::decode(&bytes[bs..], header.endian).expect("sub header");
     let bitmap_len = header.bitmap_blocks as usize / 2 * bs;
     let bitmap1 = (1 + header.sub_hdr_size as usize) * bs;
     let bitmap2 = bitmap1 + bitmap_len;
@@ -240,7 +240,7 @@ pub fn dump_counts(path: &Path) -> DumpCounts {
     let descs = bitmap2 + bitmap_len;
     let data = descs + pages_in_file as usize * PAGE_DESC_SIZE;
     let zero_pages = (0..pages_in_file as usize)
-        .map(|i| PageDesc::decode(&bytes[descs + i * PAGE_DESC_SIZE..]).expect("descriptor"))
+        .map(|i| PageDesc::decode(&bytes[descs + i * PAGE_DESC_SIZE..], header.endian).expect("descriptor"))
         .filter(|d| sub.dump_level & 1 != 0 && d.offset == data as u64)
         .count() as u64;
     DumpCounts {
@@ -263,7 +263,9 @@ pub fn descriptor_slots(path: &Path) -> u64 {
     let descs = (1 + header.sub_hdr_size as usize) * bs + 2 * bitmap_len;
     let pages = popcount(&bytes[descs - bitmap_len..descs]) as usize;
     let data = (0..pages)
-        .map(|i| PageDesc::decode(&bytes[descs + i * PAGE_DESC_SIZE..]).expect("descriptor").offset)
+        .map(|i| {
+            PageDesc::decode(&bytes[descs + i * PAGE_DESC_SIZE..], header.endian).expect("descriptor").offset
+        })
         .min()
         .expect("a page in the file");
     (data - descs as u64) / PAGE_DESC_SIZE as u64

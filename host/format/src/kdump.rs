@@ -1,5 +1,6 @@
-//! kdump-compressed ("diskdump") on-disk structures for 64-bit
-//! little-endian machines (x86_64 and arm64 share the layout), with explicit offsets
+//! kdump-compressed ("diskdump") on-disk structures for 64-bit machines
+//! (x86_64, arm64, ppc64le, riscv64 and s390x share the layout; s390x's
+//! integers are big-endian, as makedumpfile writes them there), with explicit offsets
 //! (kdump-format.md §1.2, §1.3, §1.5, §1.8; layout in [`Layout`], §1.1,
 //! §1.7, §1.13).
 //!
@@ -15,6 +16,7 @@ pub use reader::{KdumpReader, StoredPage};
 pub use writer::{KdumpWriter, PageRecord, Preamble, WriteError};
 
 use crate::FormatError;
+use crate::elf::Endian;
 use crate::machine::Machine;
 use crate::vmcoreinfo::VmcoreInfo;
 
@@ -47,12 +49,6 @@ pub const DUMP_DH_COMPRESSED_ZSTD: u32 = 0x20;
 pub const DUMP_DH_COMPRESSION_MASK: u32 =
     DUMP_DH_COMPRESSED_ZLIB | DUMP_DH_COMPRESSED_LZO | DUMP_DH_COMPRESSED_SNAPPY | DUMP_DH_COMPRESSED_ZSTD;
 
-fn le_u32(b: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes(b[off..off + 4].try_into().expect("4 bytes"))
-}
-fn le_u64(b: &[u8], off: usize) -> u64 {
-    u64::from_le_bytes(b[off..off + 8].try_into().expect("8 bytes"))
-}
 fn put(b: &mut [u8], off: usize, v: &[u8]) {
     b[off..off + v.len()].copy_from_slice(v);
 }
@@ -176,19 +172,40 @@ pub struct DiskDumpHeader {
     pub current_cpu: u32,
     /// Offset 460: number of NT_PRSTATUS notes.
     pub nr_cpus: i32,
+    /// The byte order of every integer in the file: the dumped machine's.
+    pub endian: Endian,
+}
+
+/// Headers of versions above this are not taken for this byte order's.
+const MAX_PLAUSIBLE_VERSION: u32 = 0xffff;
+
+/// The byte order of a header: the one in which its version is a small
+/// number (makedumpfile writes 6; the other order reads 0x0600_0000).
+fn header_byte_order(buf: &[u8]) -> Result<Endian, FormatError> {
+    [Endian::Little, Endian::Big]
+        .into_iter()
+        .find(|e| (1..=MAX_PLAUSIBLE_VERSION).contains(&e.u32(buf, 8)))
+        .ok_or_else(|| FormatError::BadKdump {
+            what: "disk_dump_header",
+            offset: 8,
+            reason: format!(
+                "header_version {:#x} is no version in either byte order",
+                Endian::Little.u32(buf, 8)
+            ),
+        })
 }
 
 impl DiskDumpHeader {
     /// Encodes the 464 header bytes.
     pub fn encode(&self) -> [u8; DISK_DUMP_HEADER_SIZE] {
-        let mut b = [0u8; DISK_DUMP_HEADER_SIZE];
+        let (mut b, e) = ([0u8; DISK_DUMP_HEADER_SIZE], self.endian);
         put(&mut b, 0, &self.signature);
-        put(&mut b, 8, &self.header_version.to_le_bytes());
+        e.put_u32(&mut b, 8, self.header_version as u32);
         for (i, f) in self.utsname.fields.iter().enumerate() {
             put(&mut b, 12 + i * UTSNAME_FIELD_LEN, f);
         }
-        put(&mut b, 408, &self.timestamp_sec.to_le_bytes());
-        put(&mut b, 416, &self.timestamp_usec.to_le_bytes());
+        e.put_u64(&mut b, 408, self.timestamp_sec as u64);
+        e.put_u64(&mut b, 416, self.timestamp_usec as u64);
         let words = [
             self.status,
             self.block_size as u32,
@@ -201,17 +218,19 @@ impl DiskDumpHeader {
             self.current_cpu,
             self.nr_cpus as u32,
         ];
-        for (i, w) in words.iter().enumerate() {
-            put(&mut b, 424 + 4 * i, &w.to_le_bytes());
+        for (i, &w) in words.iter().enumerate() {
+            e.put_u32(&mut b, 424 + 4 * i, w);
         }
         b
     }
 
-    /// Decodes a header from at least 464 bytes.
+    /// Decodes a header from at least 464 bytes, in the byte order in which
+    /// its version is a small number.
     ///
     /// # Errors
     ///
-    /// [`FormatError::BadKdump`] if `buf` is short or the signature is not "KDUMP   ".
+    /// [`FormatError::BadKdump`] if `buf` is short, the signature is not
+    /// "KDUMP   " or the version is no version in either byte order.
     pub fn decode(buf: &[u8]) -> Result<Self, FormatError> {
         check_len(buf, DISK_DUMP_HEADER_SIZE, "disk_dump_header")?;
         let signature: [u8; 8] = buf[..8].try_into().expect("8 bytes");
@@ -223,13 +242,14 @@ impl DiskDumpHeader {
         for (i, f) in utsname.fields.iter_mut().enumerate() {
             f.copy_from_slice(&buf[12 + i * UTSNAME_FIELD_LEN..12 + (i + 1) * UTSNAME_FIELD_LEN]);
         }
-        let w = |i: usize| le_u32(buf, 424 + 4 * i);
+        let e = header_byte_order(buf)?;
+        let w = |i: usize| e.u32(buf, 424 + 4 * i);
         Ok(DiskDumpHeader {
             signature,
-            header_version: le_u32(buf, 8) as i32,
+            header_version: e.u32(buf, 8) as i32,
             utsname,
-            timestamp_sec: le_u64(buf, 408) as i64,
-            timestamp_usec: le_u64(buf, 416) as i64,
+            timestamp_sec: e.u64(buf, 408) as i64,
+            timestamp_usec: e.u64(buf, 416) as i64,
             status: w(0),
             block_size: w(1) as i32,
             sub_hdr_size: w(2) as i32,
@@ -240,6 +260,7 @@ impl DiskDumpHeader {
             written_blocks: w(7),
             current_cpu: w(8),
             nr_cpus: w(9) as i32,
+            endian: e,
         })
     }
 
@@ -303,30 +324,30 @@ impl SubHeader {
         ]
     }
 
-    /// Encodes the 104 sub-header bytes.
-    pub fn encode(&self) -> [u8; SUB_HEADER_SIZE] {
+    /// Encodes the 104 sub-header bytes in byte order `e`.
+    pub fn encode(&self, e: Endian) -> [u8; SUB_HEADER_SIZE] {
         let mut b = [0u8; SUB_HEADER_SIZE];
-        put(&mut b, 0, &self.phys_base.to_le_bytes());
-        put(&mut b, 8, &self.dump_level.to_le_bytes());
-        put(&mut b, 12, &self.split.to_le_bytes());
-        for (i, w) in self.words().iter().take(11).enumerate() {
-            put(&mut b, 16 + 8 * i, &w.to_le_bytes());
+        e.put_u64(&mut b, 0, self.phys_base);
+        e.put_u32(&mut b, 8, self.dump_level as u32);
+        e.put_u32(&mut b, 12, self.split as u32);
+        for (i, &w) in self.words().iter().take(11).enumerate() {
+            e.put_u64(&mut b, 16 + 8 * i, w);
         }
         b
     }
 
-    /// Decodes a sub header from at least 104 bytes.
+    /// Decodes a sub header from at least 104 bytes in byte order `e`.
     ///
     /// # Errors
     ///
     /// [`FormatError::BadKdump`] if `buf` is short.
-    pub fn decode(buf: &[u8]) -> Result<Self, FormatError> {
+    pub fn decode(buf: &[u8], e: Endian) -> Result<Self, FormatError> {
         check_len(buf, SUB_HEADER_SIZE, "kdump_sub_header")?;
-        let q = |i: usize| le_u64(buf, 16 + 8 * i);
+        let q = |i: usize| e.u64(buf, 16 + 8 * i);
         Ok(SubHeader {
-            phys_base: le_u64(buf, 0),
-            dump_level: le_u32(buf, 8) as i32,
-            split: le_u32(buf, 12) as i32,
+            phys_base: e.u64(buf, 0),
+            dump_level: e.u32(buf, 8) as i32,
+            split: e.u32(buf, 12) as i32,
             start_pfn: q(0),
             end_pfn: q(1),
             offset_vmcoreinfo: q(2),
@@ -356,28 +377,28 @@ pub struct PageDesc {
 }
 
 impl PageDesc {
-    /// Encodes the 24 descriptor bytes.
-    pub fn encode(&self) -> [u8; PAGE_DESC_SIZE] {
+    /// Encodes the 24 descriptor bytes in byte order `e`.
+    pub fn encode(&self, e: Endian) -> [u8; PAGE_DESC_SIZE] {
         let mut b = [0u8; PAGE_DESC_SIZE];
-        put(&mut b, 0, &self.offset.to_le_bytes());
-        put(&mut b, 8, &self.size.to_le_bytes());
-        put(&mut b, 12, &self.flags.to_le_bytes());
-        put(&mut b, 16, &self.page_flags.to_le_bytes());
+        e.put_u64(&mut b, 0, self.offset);
+        e.put_u32(&mut b, 8, self.size);
+        e.put_u32(&mut b, 12, self.flags);
+        e.put_u64(&mut b, 16, self.page_flags);
         b
     }
 
-    /// Decodes a descriptor from at least 24 bytes.
+    /// Decodes a descriptor from at least 24 bytes in byte order `e`.
     ///
     /// # Errors
     ///
     /// [`FormatError::BadKdump`] if `buf` is short.
-    pub fn decode(buf: &[u8]) -> Result<Self, FormatError> {
+    pub fn decode(buf: &[u8], e: Endian) -> Result<Self, FormatError> {
         check_len(buf, PAGE_DESC_SIZE, "page_desc")?;
         Ok(PageDesc {
-            offset: le_u64(buf, 0),
-            size: le_u32(buf, 8),
-            flags: le_u32(buf, 12),
-            page_flags: le_u64(buf, 16),
+            offset: e.u64(buf, 0),
+            size: e.u32(buf, 8),
+            flags: e.u32(buf, 12),
+            page_flags: e.u64(buf, 16),
         })
     }
 }

@@ -32,20 +32,18 @@ pub enum Machine {
     Ppc64le,
     /// 64-bit RISC-V.
     Riscv64,
-    /// IBM Z (s390x), big-endian: its addresses translate
-    /// (`vmdump::xlat::S390x`); it is not in [`Machine::ALL`] while vmdump
-    /// cannot write a dump in its byte order (docs/s390x.md §4), so its
-    /// vmcores are refused as machines vmdump does not dump.
+    /// IBM Z (s390x), big-endian: its dumps are written in its byte order,
+    /// as makedumpfile writes them there (docs/s390x.md §4).
     S390x,
 }
 
 impl Machine {
     /// Every machine, in the order messages list them.
-    pub const ALL: [Machine; 4] = [Machine::X86_64, Machine::Aarch64, Machine::Ppc64le, Machine::Riscv64];
+    pub const ALL: [Machine; 5] =
+        [Machine::X86_64, Machine::Aarch64, Machine::Ppc64le, Machine::Riscv64, Machine::S390x];
 
     /// The names of [`Machine::ALL`], for messages.
-    pub const SUPPORTED: &'static str =
-        "x86_64 (e_machine 62), aarch64 (183, little-endian), ppc64le (21, little-endian), riscv64 (243)";
+    pub const SUPPORTED: &'static str = "x86_64 (e_machine 62), aarch64 (183, little-endian), ppc64le (21, little-endian), riscv64 (243), s390x (22, big-endian)";
 
     /// The machine of an ELF vmcore; `None` for others, and for a byte
     /// order the machine's Linux does not use here (big-endian arm64).
@@ -67,11 +65,14 @@ impl Machine {
     /// exports `NUMBER(kimage_voffset)` and `NUMBER(VA_BITS)`, x86_64
     /// neither; ppc64 `NUMBER(RADIX_MMU)` and `SYMBOL(mmu_psize_defs)`;
     /// riscv64 `NUMBER(va_kernel_pa_offset)` and `NUMBER(KERNEL_LINK_ADDR)`
-    /// (and `NUMBER(VA_BITS)`, so it is asked first). `None` when it has neither arm64 key nor x86_64's
+    /// (and `NUMBER(VA_BITS)`, so it is asked first); s390x
+    /// `SYMBOL(lowcore_ptr)`. `None` when it has neither arm64 key nor x86_64's
     /// `SYMBOL(init_top_pgt)` (or `init_level4_pgt`).
     pub fn from_vmcoreinfo(info: &VmcoreInfo) -> Option<Machine> {
         if info.number("va_kernel_pa_offset").is_some() || info.number("KERNEL_LINK_ADDR").is_some() {
             Some(Machine::Riscv64)
+        } else if info.symbol("lowcore_ptr").is_some() {
+            Some(Machine::S390x)
         } else if info.number("RADIX_MMU").is_some() || info.symbol("mmu_psize_defs").is_some() {
             Some(Machine::Ppc64le)
         } else if info.number("kimage_voffset").is_some() || info.number("VA_BITS").is_some() {
@@ -155,7 +156,8 @@ mod tests {
         assert_eq!(Machine::from_elf(21, Endian::Big), None, "big-endian ppc64");
         assert_eq!(Machine::from_elf(21, Endian::Little), Some(Machine::Ppc64le));
         assert_eq!(Machine::from_elf(243, Endian::Little), Some(Machine::Riscv64));
-        assert_eq!(Machine::from_elf(22, Endian::Big), None, "s390x: no dump in its byte order yet");
+        assert_eq!(Machine::from_elf(22, Endian::Big), Some(Machine::S390x));
+        assert_eq!(Machine::from_elf(22, Endian::Little), None, "little-endian s390x");
         assert_eq!((Machine::S390x.e_machine(), Machine::S390x.endian()), (EM_S390, Endian::Big));
         for m in Machine::ALL {
             assert_eq!(Machine::from_utsname(m.name().as_bytes()), Some(m));
@@ -177,6 +179,8 @@ mod tests {
             .unwrap();
         assert_eq!(Machine::from_vmcoreinfo(&x86), Some(Machine::X86_64));
         assert_eq!(Machine::X86_64.header_phys_base(&x86), Some(-478_150_656));
+        let s390x = VmcoreInfo::parse(b"SYMBOL(lowcore_ptr)=1a3e1b8\nLENGTH(lowcore_ptr)=256\n").unwrap();
+        assert_eq!(Machine::from_vmcoreinfo(&s390x), Some(Machine::S390x));
         assert_eq!(Machine::from_vmcoreinfo(&VmcoreInfo::parse(b"PAGESIZE=4096\n").unwrap()), None);
     }
 }

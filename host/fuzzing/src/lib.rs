@@ -22,7 +22,7 @@
 use std::io::{self, Cursor, Seek, SeekFrom, Write};
 
 use vmdump_format::btf::{Btf, Kind};
-use vmdump_format::elf::{ElfVmcore, NOTE_NAME_CORE, NT_PRSTATUS, Notes};
+use vmdump_format::elf::{ElfVmcore, Endian, NOTE_NAME_CORE, NT_PRSTATUS, Notes};
 use vmdump_format::flat::{self, FlatWriter};
 use vmdump_format::kdump::{
     DISK_DUMP_HEADER_SIZE, DiskDumpHeader, KdumpReader, Layout, PAGE_DESC_SIZE, PageDesc, SUB_HEADER_SIZE,
@@ -102,10 +102,10 @@ pub fn elf(data: &[u8]) {
         assert_eq!(cut.ram_pages(), map.count_in(0..limit));
         assert!(cut.max_pfn() <= limit);
         if let Ok(layout) = Layout::from_notes(map.max_pfn(), ps as u32, &core.notes, map.ram_pages()) {
-            let h = layout.disk_dump_header(0, core.notes.nr_cpus);
+            let h = layout.disk_dump_header(0, core.notes.nr_cpus, core.notes.endian);
             assert_eq!(DiskDumpHeader::decode(&h.encode()).expect("own header decodes"), h);
             let s = layout.sub_header(0, 31);
-            assert_eq!(SubHeader::decode(&s.encode()).expect("own sub header decodes"), s);
+            assert_eq!(SubHeader::decode(&s.encode(h.endian), h.endian).expect("own sub header decodes"), s);
         }
     }
 }
@@ -247,10 +247,11 @@ fn structures(data: &[u8]) {
     assert_eq!(DiskDumpHeader::decode(&h.encode()).expect("re-encoded header decodes"), h);
     let _ = (h.utsname.get(Utsname::RELEASE), h.utsname.get(Utsname::MACHINE));
     let bs = h.block_size as u32;
-    let Some(sub) = data.get(bs as usize..).and_then(|b| SubHeader::decode(b).ok()) else { return };
-    assert_eq!(SubHeader::decode(&sub.encode()).expect("re-encoded sub header decodes"), sub);
-    if let Some(d) = data.get(DISK_DUMP_HEADER_SIZE..).and_then(|b| PageDesc::decode(b).ok()) {
-        assert_eq!(PageDesc::decode(&d.encode()).expect("re-encoded page_desc decodes"), d);
+    let e = h.endian;
+    let Some(sub) = data.get(bs as usize..).and_then(|b| SubHeader::decode(b, e).ok()) else { return };
+    assert_eq!(SubHeader::decode(&sub.encode(e), e).expect("re-encoded sub header decodes"), sub);
+    if let Some(d) = data.get(DISK_DUMP_HEADER_SIZE..).and_then(|b| PageDesc::decode(b, e).ok()) {
+        assert_eq!(PageDesc::decode(&d.encode(e), e).expect("re-encoded page_desc decodes"), d);
     }
     let info =
         sub.offset_vmcoreinfo.checked_sub(sub.offset_note).map(|s| s..s.saturating_add(sub.size_vmcoreinfo));
@@ -358,7 +359,8 @@ fn vmcoreinfo_accessors(info: &VmcoreInfo) {
     let _ = (info.page_size(), info.osrelease(), info.crashtime(), info.kerneloffset(), info.phys_base());
     let _ = (info.symbol("mem_section"), info.size("page"), info.offset("page.flags"));
     let _ = (info.length("mem_section"), info.number("PG_slab"));
-    let mut h = Layout::new(1, 4096, 0, None, 0).expect("a trivial layout").disk_dump_header(0, 1);
+    let mut h =
+        Layout::new(1, 4096, 0, None, 0).expect("a trivial layout").disk_dump_header(0, 1, Endian::Little);
     h.fill_from_vmcoreinfo(info, Machine::from_vmcoreinfo(info));
     let release = info.osrelease().unwrap_or("").as_bytes();
     let got = h.utsname.get(Utsname::RELEASE);

@@ -5,6 +5,7 @@
 use super::PageClass;
 use super::rules::{CompoundRule, PageLayout, Rules, TailField};
 use crate::level::DumpLevel;
+use vmdump_format::elf::Endian;
 
 /// The fields of one `struct page` the decision looks at.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -46,22 +47,16 @@ pub enum Decision {
     },
 }
 
-fn read_le(raw: &[u8], offset: usize, width: usize) -> u64 {
-    let mut bytes = [0u8; 8];
-    bytes[..width].copy_from_slice(&raw[offset..offset + width]);
-    u64::from_le_bytes(bytes)
+fn u64_at(e: Endian, raw: &[u8], offset: Option<usize>, missing: u64) -> u64 {
+    offset.map_or(missing, |o| e.u64(raw, o))
 }
 
-fn u64_at(raw: &[u8], offset: Option<usize>, missing: u64) -> u64 {
-    offset.map_or(missing, |o| read_le(raw, o, 8))
+fn u32_at(e: Endian, raw: &[u8], offset: Option<usize>, missing: u32) -> u32 {
+    offset.map_or(missing, |o| e.u32(raw, o))
 }
 
-fn u32_at(raw: &[u8], offset: Option<usize>, missing: u32) -> u32 {
-    offset.map_or(missing, |o| read_le(raw, o, 4) as u32)
-}
-
-fn tail_value(raw: &[u8], f: TailField) -> u64 {
-    read_le(raw, f.offset, f.width)
+fn tail_value(e: Endian, raw: &[u8], f: TailField) -> u64 {
+    e.uint(raw, f.offset, f.width)
 }
 
 /// Tests bit `nr` of `flags`; an unknown number makes the predicate false.
@@ -75,29 +70,27 @@ fn flag(flags: u64, nr: Option<u32>) -> bool {
 /// and hugetlb-ness. An order ≥ 64 or one `pfn` is not aligned to is
 /// treated as 0.
 pub fn decode(raw: &[u8], next: Option<&[u8]>, pfn: u64, rules: &Rules) -> PageInfo {
-    let l: &PageLayout = &rules.layout;
+    let (l, e): (&PageLayout, Endian) = (&rules.layout, rules.endian);
     let mut page = PageInfo {
-        flags: read_le(raw, l.flags, 8),
-        refcount: u32_at(raw, l.refcount, 0),
-        mapping: u64_at(raw, l.mapping, 0),
-        mapcount: u32_at(raw, l.mapcount, u32::MAX),
-        private: u64_at(raw, l.private, 0),
-        compound_head: u64_at(raw, l.compound_head, 0),
+        flags: e.u64(raw, l.flags),
+        refcount: u32_at(e, raw, l.refcount, 0),
+        mapping: u64_at(e, raw, l.mapping, 0),
+        mapcount: u32_at(e, raw, l.mapcount, u32::MAX),
+        private: u64_at(e, raw, l.private, 0),
+        compound_head: u64_at(e, raw, l.compound_head, 0),
         order: 0,
         hugetlb: false,
     };
     let head = rules.head_mask.is_some_and(|m| page.flags & m != 0);
     if let (true, Some(tail)) = (head, next) {
         let (order, hugetlb) = match rules.compound {
-            CompoundRule::PageType { hugetlb } => {
-                (read_le(tail, l.flags, 8) & 0xff, page.mapcount == hugetlb)
-            }
+            CompoundRule::PageType { hugetlb } => (e.u64(tail, l.flags) & 0xff, page.mapcount == hugetlb),
             CompoundRule::TailFlag { bit } => {
-                let tail_flags = read_le(tail, l.flags, 8);
+                let tail_flags = e.u64(tail, l.flags);
                 (tail_flags & 0xff, flag(tail_flags, Some(bit)))
             }
             CompoundRule::Fields { order, dtor } => {
-                (tail_value(tail, order), dtor.is_some_and(|(f, v)| tail_value(tail, f) == v))
+                (tail_value(e, tail, order), dtor.is_some_and(|(f, v)| tail_value(e, tail, f) == v))
             }
             CompoundRule::Unknown => (0, false),
         };

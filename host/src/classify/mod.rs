@@ -248,7 +248,8 @@ impl<'m, R: PhysRead + ?Sized> PageClassifier<'m, R> {
         dump_level: DumpLevel,
     ) -> Result<Self, ClassifyError> {
         let wanted = dump_level.classified();
-        let Some(rules) = Rules::from_vmcoreinfo(info)? else {
+        let Some(rules) = Rules::from_vmcoreinfo(info)?.map(|r| r.in_byte_order(memory.arch().endian()))
+        else {
             let keys = rules::BASE_KEYS.into_iter().filter(|k| info.get(k).is_none()).collect();
             return Err(ClassifyError::MissingKeys { level: dump_level, unusable_bits: wanted, keys });
         };

@@ -2,6 +2,7 @@
 //! taken from VMCOREINFO (kdump-format.md §4.3, §5.3), and the keys each
 //! dump-level bit needs.
 
+use vmdump_format::elf::Endian;
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
 use super::ClassifyError;
@@ -27,7 +28,7 @@ pub struct PageLayout {
     pub compound_head: Option<usize>,
 }
 
-/// A little-endian unsigned field of the first tail page.
+/// An unsigned field of the first tail page (in the machine's byte order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TailField {
     /// Byte offset inside the tail's `struct page`.
@@ -73,6 +74,9 @@ pub enum CompoundRule {
 pub struct Rules {
     /// Field offsets.
     pub layout: PageLayout,
+    /// The dumped machine's byte order, which its struct pages are in
+    /// (little-endian unless [`Rules::in_byte_order`] says otherwise).
+    pub endian: Endian,
     /// `NUMBER(PG_lru)`.
     pub pg_lru: Option<u32>,
     /// `NUMBER(PG_private)`.
@@ -237,6 +241,7 @@ impl Rules {
         let type_word = |name, key| if layout.mapcount.is_some() { word(info, name, key) } else { Ok(None) };
         Ok(Some(Rules {
             layout,
+            endian: Endian::Little,
             pg_lru: bit(info, "PG_lru", "NUMBER(PG_lru)")?,
             pg_private: bit(info, "PG_private", "NUMBER(PG_private)")?,
             pg_swapcache: bit(info, "PG_swapcache", "NUMBER(PG_swapcache)")?,
@@ -255,6 +260,11 @@ impl Rules {
             free_orders: info.length("zone.free_area"),
             compound: compound_rule(info, &layout)?,
         }))
+    }
+
+    /// The rules for struct pages stored in `endian` order.
+    pub fn in_byte_order(self, endian: Endian) -> Self {
+        Rules { endian, ..self }
     }
 
     /// Buddy pages can be told from their struct page (§5.3; without it

@@ -36,7 +36,7 @@ fn count_zero_pages(r: &KdumpReader<File>) -> anyhow::Result<u64> {
         std::os::unix::fs::FileExt::read_exact_at(r.source(), &mut buf[..len], at)
             .with_context(|| format!("reading descriptors at {at:#x}"))?;
         for d in buf[..len].chunks(PAGE_DESC_SIZE) {
-            n += u64::from(PageDesc::decode(d)?.offset == zero);
+            n += u64::from(PageDesc::decode(d, r.header().endian)?.offset == zero);
         }
         at += len as u64;
     }

@@ -19,8 +19,9 @@
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
 use super::format::{Escape, LogRecord, format_record};
-use super::{DmesgError, field, le, optional_field, read_bytes, size, symbol};
+use super::{DmesgError, field, optional_field, read_bytes, size, symbol, uint};
 use crate::xlat::{KernelMemory, PhysRead};
+use vmdump_format::elf::Endian;
 
 /// Bits of `state_var` holding the id.
 const ID_MASK: u64 = (1 << 62) - 1;
@@ -73,6 +74,8 @@ impl Layout {
 /// The two rings, read in bulk.
 struct Rings {
     layout: Layout,
+    /// The dumped machine's byte order.
+    endian: Endian,
     count: u64,
     head_id: u64,
     tail_id: u64,
@@ -121,12 +124,13 @@ fn read_rings<R: PhysRead + ?Sized>(
     let off = |name: &str, width: u64, within: u64| field(info, name, width, within);
 
     let prb_ptr = symbol(info, "prb")?;
-    let prb = read_bytes(memory, "prb", prb_ptr, 8).map(|b| le(&b, 0, 8).unwrap_or(0))?;
+    let e = memory.arch().endian();
+    let prb = read_bytes(memory, "prb", prb_ptr, 8).map(|b| uint(e, &b, 0, 8).unwrap_or(0))?;
     let rb = read_bytes(memory, "printk_ringbuffer", prb, rb_size as usize)?;
     let dr_size = size(info, "prb_desc_ring")?;
     let get = |base: usize, name: &str, width: u64, within: u64| -> Result<u64, DmesgError> {
         let at = base + off(name, width, within)?;
-        le(&rb, at, width as usize).ok_or(DmesgError::Bad {
+        uint(e, &rb, at, width as usize).ok_or(DmesgError::Bad {
             what: "ring field",
             value: at as u64,
             reason: "beyond struct",
@@ -164,7 +168,16 @@ fn read_rings<R: PhysRead + ?Sized>(
     let descs = read_bytes(memory, "prb descriptors", descs_va, descs_len)?;
     let infos = read_bytes(memory, "printk_info array", infos_va, infos_len)?;
     let data = read_bytes(memory, "printk text data ring", data_va, 1usize << size_bits)?;
-    Ok(Rings { layout, count, head_id: head_id & ID_MASK, tail_id: tail_id & ID_MASK, descs, infos, data })
+    Ok(Rings {
+        layout,
+        endian: e,
+        count,
+        head_id: head_id & ID_MASK,
+        tail_id: tail_id & ID_MASK,
+        descs,
+        infos,
+        data,
+    })
 }
 
 /// What a descriptor gives.
@@ -184,19 +197,21 @@ impl Rings {
         let slot = (id & (self.count - 1)) as usize;
         let desc = slot * l.desc_size as usize;
         let inf = slot * l.info_size as usize;
-        let Some(state_var) = le(&self.descs, desc + l.state_var, 8) else { return Record::Corrupt };
+        let Some(state_var) = uint(self.endian, &self.descs, desc + l.state_var, 8) else {
+            return Record::Corrupt;
+        };
         if state_var & ID_MASK != id || !READABLE.contains(&(state_var >> 62)) {
             return Record::Skip;
         }
         let (Some(begin), Some(next), Some(ts_nsec), Some(text_len)) = (
-            le(&self.descs, desc + l.blk_begin, 8),
-            le(&self.descs, desc + l.blk_next, 8),
-            le(&self.infos, inf + l.ts_nsec, 8),
-            le(&self.infos, inf + l.text_len, 2),
+            uint(self.endian, &self.descs, desc + l.blk_begin, 8),
+            uint(self.endian, &self.descs, desc + l.blk_next, 8),
+            uint(self.endian, &self.infos, inf + l.ts_nsec, 8),
+            uint(self.endian, &self.infos, inf + l.text_len, 2),
         ) else {
             return Record::Corrupt;
         };
-        let caller = match l.caller_id.map(|at| le(&self.infos, inf + at, 4)) {
+        let caller = match l.caller_id.map(|at| uint(self.endian, &self.infos, inf + at, 4)) {
             None => None,
             Some(Some(id)) => Some(id as u32),
             Some(None) => return Record::Corrupt,
@@ -234,7 +249,7 @@ impl Rings {
             return None;
         }
         let block = self.data.get(start as usize..end as usize)?;
-        if le(block, 0, 8)? & ID_MASK != id {
+        if uint(self.endian, block, 0, 8)? & ID_MASK != id {
             return None;
         }
         Some(&block[ID_BYTES as usize..])

@@ -1,6 +1,7 @@
 //! The lockless ring walk on hand-built rings (layout of Linux 6.1 x86_64).
 
 use super::{Escape, ID_MASK, Layout, Rings, kernel_log_of};
+use vmdump_format::elf::Endian;
 
 const LAYOUT: Layout = Layout {
     desc_size: 24,
@@ -20,6 +21,7 @@ const REUSABLE: u64 = 3 << 62;
 fn rings(head_id: u64, tail_id: u64) -> Rings {
     Rings {
         layout: LAYOUT,
+        endian: Endian::Little,
         count: 4,
         head_id,
         tail_id,
@@ -32,15 +34,15 @@ fn rings(head_id: u64, tail_id: u64) -> Rings {
 /// Stores record `id` with `state`, block `[begin, next)` and `text`
 /// written at `data_at` (after the id).
 fn put(r: &mut Rings, id: u64, state: u64, (begin, next): (u64, u64), data_at: usize, text: &[u8]) {
-    let slot = (id % 4) as usize;
+    let (slot, e) = ((id % 4) as usize, r.endian);
     let d = &mut r.descs[slot * 24..slot * 24 + 24];
-    d[0..8].copy_from_slice(&(state | id).to_le_bytes());
-    d[8..16].copy_from_slice(&begin.to_le_bytes());
-    d[16..24].copy_from_slice(&next.to_le_bytes());
+    e.put_u64(d, 0, state | id);
+    e.put_u64(d, 8, begin);
+    e.put_u64(d, 16, next);
     let i = &mut r.infos[slot * 88..slot * 88 + 88];
-    i[8..16].copy_from_slice(&(id * 1_000_000_000).to_le_bytes());
-    i[16..18].copy_from_slice(&(text.len() as u16).to_le_bytes());
-    r.data[data_at..data_at + 8].copy_from_slice(&id.to_le_bytes());
+    e.put_u64(i, 8, id * 1_000_000_000);
+    e.put_u16(i, 16, text.len() as u16);
+    e.put_u64(&mut r.data, data_at, id);
     r.data[data_at + 8..data_at + 8 + text.len()].copy_from_slice(text);
 }
 
@@ -58,6 +60,16 @@ fn the_caller_id_of_each_record_is_printed_where_the_kernel_records_it() {
     r.infos[88 + 20..88 + 24].copy_from_slice(&42u32.to_le_bytes());
     r.infos[2 * 88 + 20..2 * 88 + 24].copy_from_slice(&(0x8000_0000u32 | 3).to_le_bytes());
     assert_eq!(text(&r), "[    5.000000] [     T42] task\n[    6.000000] [      C3] cpu\n");
+}
+
+/// s390x: every field of the rings big-endian.
+#[test]
+fn a_big_endian_machines_rings_read_in_its_byte_order() {
+    let mut r = Rings { endian: Endian::Big, ..rings(6, 5) };
+    put(&mut r, 5, FINALIZED, (80, 96), 16, b"big");
+    put(&mut r, 6, FINALIZED, (96, 112), 32, b"endian");
+    assert_eq!(&r.descs[24..32], &(FINALIZED | 5).to_be_bytes(), "record 5 in slot 1");
+    assert_eq!(text(&r), "[    5.000000] big\n[    6.000000] endian\n");
 }
 
 #[test]

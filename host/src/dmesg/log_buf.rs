@@ -10,8 +10,9 @@
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
 use super::format::{Escape, LogRecord, format_record};
-use super::{DmesgError, field, le, optional_field, read_bytes, size, symbol};
+use super::{DmesgError, field, optional_field, read_bytes, size, symbol, uint};
 use crate::xlat::{KernelMemory, PhysRead};
+use vmdump_format::elf::Endian;
 
 /// Largest buffer accepted (the kernel's maximum is 2^25 plus per-CPU extra).
 const MAX_LOG_BUF: u64 = 1 << 28;
@@ -29,10 +30,12 @@ pub(super) struct RecordLayout {
     pub text_len: usize,
     /// `OFFSET(printk_log.caller_id)` (u32), exported with CONFIG_PRINTK_CALLER (5.1+).
     pub caller_id: Option<usize>,
+    /// The dumped machine's byte order.
+    pub endian: Endian,
 }
 
 impl RecordLayout {
-    fn from_info(info: &VmcoreInfo) -> Result<Self, DmesgError> {
+    fn from_info(info: &VmcoreInfo, endian: Endian) -> Result<Self, DmesgError> {
         let header = size(info, "printk_log")?;
         Ok(RecordLayout {
             header: header as usize,
@@ -40,6 +43,7 @@ impl RecordLayout {
             len: field(info, "printk_log.len", 2, header)?,
             text_len: field(info, "printk_log.text_len", 2, header)?,
             caller_id: optional_field(info, "printk_log.caller_id", 4, header)?,
+            endian,
         })
     }
 }
@@ -50,15 +54,16 @@ pub(super) fn kernel_log<R: PhysRead + ?Sized>(
     info: &VmcoreInfo,
     escape: Escape,
 ) -> Result<Vec<u8>, DmesgError> {
-    let layout = RecordLayout::from_info(info)?;
+    let e = memory.arch().endian();
+    let layout = RecordLayout::from_info(info, e)?;
     let u32_at = |name: &str| -> Result<u64, DmesgError> {
         let va = symbol(info, name)?;
         let bytes = read_bytes(memory, "a log_buf variable", va, 4)?;
-        Ok(le(&bytes, 0, 4).unwrap_or(0))
+        Ok(uint(e, &bytes, 0, 4).unwrap_or(0))
     };
     let buf_va = {
         let va = symbol(info, "log_buf")?;
-        le(&read_bytes(memory, "log_buf", va, 8)?, 0, 8).unwrap_or(0)
+        uint(e, &read_bytes(memory, "log_buf", va, 8)?, 0, 8).unwrap_or(0)
     };
     let buf_len = u32_at("log_buf_len")?;
     if buf_len == 0 || buf_len > MAX_LOG_BUF {
@@ -85,7 +90,7 @@ pub(super) fn format_log(
     let mut wrapped = false;
     // Each step either moves forward by a non-empty record or wraps once.
     while idx != next {
-        let Some(len) = le(buf, idx + layout.len, 2) else { break };
+        let Some(len) = uint(layout.endian, buf, idx + layout.len, 2) else { break };
         if len == 0 {
             if wrapped || idx == 0 {
                 break;
@@ -94,12 +99,13 @@ pub(super) fn format_log(
             idx = 0;
             continue;
         }
-        let (Some(ts_nsec), Some(text_len)) =
-            (le(buf, idx + layout.ts_nsec, 8), le(buf, idx + layout.text_len, 2))
-        else {
+        let (Some(ts_nsec), Some(text_len)) = (
+            uint(layout.endian, buf, idx + layout.ts_nsec, 8),
+            uint(layout.endian, buf, idx + layout.text_len, 2),
+        ) else {
             break;
         };
-        let caller = match layout.caller_id.map(|at| le(buf, idx + at, 4)) {
+        let caller = match layout.caller_id.map(|at| uint(layout.endian, buf, idx + at, 4)) {
             None => None,
             Some(Some(id)) => Some(id as u32),
             Some(None) => break,

@@ -24,6 +24,7 @@ mod log_buf;
 #[cfg(test)]
 mod tests;
 
+use vmdump_format::elf::Endian;
 use vmdump_format::vmcoreinfo::VmcoreInfo;
 
 use crate::xlat::{KernelMemory, PhysRead, XlatError};
@@ -135,9 +136,8 @@ fn read_bytes<R: PhysRead + ?Sized>(
     Ok(buf)
 }
 
-/// Little-endian unsigned integer of `width` (1, 2, 4 or 8) bytes at `at`,
-/// or `None` if it does not fit in `bytes`.
-fn le(bytes: &[u8], at: usize, width: usize) -> Option<u64> {
-    let slice = bytes.get(at..at.checked_add(width)?)?;
-    Some(slice.iter().rev().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
+/// Unsigned integer of `width` (1, 2, 4 or 8) bytes at `at` in byte order
+/// `e` (the dumped machine's), or `None` if it does not fit in `bytes`.
+fn uint(e: Endian, bytes: &[u8], at: usize, width: usize) -> Option<u64> {
+    (at.checked_add(width)? <= bytes.len()).then(|| e.uint(bytes, at, width))
 }

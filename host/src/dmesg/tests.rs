@@ -2,6 +2,7 @@
 
 use super::format::{Escape, LogRecord, format_record};
 use super::log_buf::{RecordLayout, format_log};
+use vmdump_format::elf::Endian;
 
 fn one(ts_nsec: u64, text: &[u8]) -> String {
     with_caller(ts_nsec, None, text)
@@ -74,7 +75,8 @@ fn continuation_lines_line_up_after_the_caller_id() {
 }
 
 /// printk_log of 3.5+ kernels: u64 ts_nsec, u16 len, u16 text_len, u16 dict_len, u8, u8.
-const LAYOUT: RecordLayout = RecordLayout { header: 16, ts_nsec: 0, len: 8, text_len: 10, caller_id: None };
+const LAYOUT: RecordLayout =
+    RecordLayout { header: 16, ts_nsec: 0, len: 8, text_len: 10, caller_id: None, endian: Endian::Little };
 
 fn put(buf: &mut [u8], at: usize, ts_nsec: u64, text: &[u8]) -> usize {
     let len = (16 + text.len()).next_multiple_of(8);

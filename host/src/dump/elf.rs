@@ -14,7 +14,7 @@
 use std::ops::Range;
 
 use vmdump_format::elf::write::{CoreLayout, program_header};
-use vmdump_format::elf::{ELF64_PHDR_SIZE, LoadSegment, PT_LOAD};
+use vmdump_format::elf::{ELF64_PHDR_SIZE, Endian, LoadSegment, PT_LOAD};
 use vmdump_format::phys::PhysMap;
 
 use super::pipeline::{Pass, cut_short, run_pages};
@@ -43,6 +43,8 @@ struct Segment {
 struct Segments<'p> {
     phys: &'p PhysMap,
     page_size: u64,
+    /// The byte order of the program headers (the input's).
+    endian: Endian,
     current: Option<Segment>,
     /// The source run of the last page: pfns and vaddr offset.
     run: (u64, u64, u64),
@@ -50,8 +52,8 @@ struct Segments<'p> {
 }
 
 impl<'p> Segments<'p> {
-    fn new(phys: &'p PhysMap, page_size: u64) -> Self {
-        Self { phys, page_size, current: None, run: (0, 0, 0), closed: 0 }
+    fn new(phys: &'p PhysMap, page_size: u64, endian: Endian) -> Self {
+        Self { phys, page_size, endian, current: None, run: (0, 0, 0), closed: 0 }
     }
 
     fn vaddr_delta(&mut self, pfn: u64) -> u64 {
@@ -106,7 +108,7 @@ impl<'p> Segments<'p> {
             file_size: len,
             mem_size: len,
         };
-        program_header(vmdump_format::elf::Endian::Little, PT_LOAD, &load)
+        program_header(self.endian, PT_LOAD, &load)
     }
 }
 
@@ -140,7 +142,7 @@ fn feed(segments: &mut Segments<'_>, slot: &Slot, data_at: u64, mut closed: impl
 /// exclusion stages left out. The pages are read only when their bytes
 /// decide (zero pages excluded, content filters).
 fn count_segments(plan: &Plan<'_>) -> Result<(u64, u64, Counts), DumpError> {
-    let mut segments = Segments::new(plan.ram(), plan.input().page_size());
+    let mut segments = Segments::new(plan.ram(), plan.input().page_size(), plan.input().machine().1);
     let mut pages = 0;
     if plan.exclusion().reads_pages() {
         let pass = Pass { piece: None, threads: plan.run().threads, encode: false };
@@ -176,7 +178,8 @@ fn count_segments(plan: &Plan<'_>) -> Result<(u64, u64, Counts), DumpError> {
 struct ElfOut<'s, 'p> {
     sink: &'s mut dyn Sink,
     layout: CoreLayout,
-    machine: u16,
+    /// The input's `e_machine` and byte order, which the output keeps.
+    machine: (u16, Endian),
     segments: Segments<'p>,
     phdrs: Vec<u8>,
     /// Index of the first program header in `phdrs`.
@@ -187,9 +190,9 @@ struct ElfOut<'s, 'p> {
 
 impl ElfOut<'_, '_> {
     fn begin(&mut self, notes: &[u8]) -> Result<(), DumpError> {
-        let e = vmdump_format::elf::Endian::Little;
+        let (e_machine, e) = self.machine;
         let (layout, sink) = (&self.layout, &mut *self.sink);
-        sink.write_at(0, &layout.file_header(e, self.machine, 0))?;
+        sink.write_at(0, &layout.file_header(e, e_machine, 0))?;
         let note = vmdump_format::elf::write::note_program_header(e, layout.notes_offset, notes.len() as u64);
         sink.write_at(layout.phdr_offset(0), &note)?;
         if let (Some(at), Some(header)) = (layout.shoff, layout.section_header(e)) {
@@ -260,8 +263,8 @@ impl ElfOut<'_, '_> {
             )));
         }
         if incomplete {
-            let e = vmdump_format::elf::Endian::Little;
-            self.sink.write_at(0, &self.layout.file_header(e, self.machine, 1))?;
+            let (e_machine, e) = self.machine;
+            self.sink.write_at(0, &self.layout.file_header(e, e_machine, 1))?;
         }
         self.sink.finish()?;
         Ok((self.pages, self.sink.bytes_written()))
@@ -292,8 +295,8 @@ pub(super) fn dump_elf(plan: &Plan<'_>, sink: &mut dyn Sink) -> Result<DumpRepor
     let mut out = ElfOut {
         sink,
         layout,
-        machine: input.machine().0,
-        segments: Segments::new(ram, input.page_size()),
+        machine: input.machine(),
+        segments: Segments::new(ram, input.page_size(), input.machine().1),
         phdrs: Vec::with_capacity(PHDR_CACHE * ELF64_PHDR_SIZE),
         phdrs_index: 0,
         data_end: layout.data_offset,

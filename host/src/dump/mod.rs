@@ -164,27 +164,30 @@ pub fn count_pages(plan: &Plan<'_>) -> Result<PageCount, DumpError> {
     Ok(PageCount { metadata: counts.metadata, content: counts.content, lost: counts.lost })
 }
 
-/// The machine the input's ELF header names; `None` for one vmdump does
-/// not know (its header's utsname machine stays empty).
+/// The machine the input's ELF header names; `None` for a little-endian
+/// one vmdump does not know (its header's utsname machine stays empty).
 ///
 /// # Errors
-/// A big-endian input: the kdump header and descriptors are written
-/// little-endian, as the supported machines are.
+/// A big-endian input of a machine vmdump does not know: the byte order of
+/// the header a makedumpfile there writes cannot be assumed.
 fn input_machine(plan: &Plan<'_>) -> Result<Option<Machine>, DumpError> {
     let (e_machine, endian) = plan.input().machine();
-    if endian == Endian::Big {
+    let machine = Machine::from_elf(e_machine, endian);
+    if machine.is_none() && endian == Endian::Big {
         return Err(DumpError::Unsupported(format!(
             "{} is a big-endian vmcore (e_machine {e_machine}): vmdump writes kdump files of {}",
             plan.input().path().display(),
             Machine::SUPPORTED
         )));
     }
-    Ok(Machine::from_elf(e_machine, endian))
+    Ok(machine)
 }
 
 fn preamble_header(plan: &Plan<'_>, layout: &Layout, machine: Option<Machine>) -> DiskDumpHeader {
     let status = plan.codec().map_or(0, |c| c.format().code());
-    let mut header = layout.disk_dump_header(status, plan.input().notes().nr_cpus);
+    // The dumped machine's byte order, as makedumpfile writes it there.
+    let endian = machine.map_or(Endian::Little, Machine::endian);
+    let mut header = layout.disk_dump_header(status, plan.input().notes().nr_cpus, endian);
     if let Some(info) = plan.input().vmcoreinfo() {
         header.fill_from_vmcoreinfo(info, machine);
     }
@@ -239,7 +242,8 @@ fn write_unfinished_header(
     let mut header = preamble_header(plan, &layout, machine);
     header.status |= DUMP_DH_COMPRESSED_INCOMPLETE;
     sink.write_at(0, &header.encode())?;
-    sink.write_at(u64::from(layout.block_size), &sub_header(plan, &layout, machine, piece).encode())?;
+    let sub = sub_header(plan, &layout, machine, piece);
+    sink.write_at(u64::from(layout.block_size), &sub.encode(header.endian))?;
     sink.write_at(layout.offset_note, &notes.bytes)?;
     if layout.bitmap_len > 0 {
         sink.write_at(layout.bitmap2_offset + layout.bitmap_len - 1, &[0])?;

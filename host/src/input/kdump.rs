@@ -57,7 +57,7 @@ impl<'m> KdumpInput<'m> {
         }
         let loads = ram_segments(&reader).with_context(|| format!("{}: the 1st bitmap", path.display()))?;
         let phys = PhysMap::new(&loads, reader.block_size()).with_context(|| path.display().to_string())?;
-        let notes = Notes::from_bytes(reader.notes().to_vec(), Endian::Little)
+        let notes = Notes::from_bytes(reader.notes().to_vec(), reader.header().endian)
             .with_context(|| format!("{}: notes", path.display()))?;
         let memory = DumpMemory::new(reader, modules.decoder());
         Ok(Self { path, memory, modules, phys, loads, notes })

@@ -35,7 +35,7 @@ impl<'r> Descriptors<'r> {
             self.load(index)?;
         }
         let at = ((index - self.start) as usize) * PAGE_DESC_SIZE;
-        Ok(PageDesc::decode(&self.chunk[at..at + PAGE_DESC_SIZE])?)
+        Ok(PageDesc::decode(&self.chunk[at..at + PAGE_DESC_SIZE], self.reader.header().endian)?)
     }
 
     fn load(&mut self, index: u64) -> anyhow::Result<()> {

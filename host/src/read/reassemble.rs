@@ -10,6 +10,7 @@ use std::ops::Range;
 
 use anyhow::{Context, bail, ensure};
 use vmdump_format::ReadAt;
+use vmdump_format::elf::Endian;
 use vmdump_format::kdump::{DUMP_DH_COMPRESSED_INCOMPLETE, KdumpReader, PAGE_DESC_SIZE, PageDesc};
 
 use super::descs::Descriptors;
@@ -97,11 +98,13 @@ struct Joiner<'s> {
     run: (u64, u64, u64),
     /// Pfns whose data an incomplete piece lost: left out of the 2nd bitmap.
     lost: Vec<Range<u64>>,
+    /// The pieces' byte order.
+    endian: Endian,
 }
 
 impl Joiner<'_> {
     fn push_desc(&mut self, desc: &PageDesc) -> anyhow::Result<()> {
-        self.descs.extend_from_slice(&desc.encode());
+        self.descs.extend_from_slice(&desc.encode(self.endian));
         self.pages += 1;
         if self.descs.len() >= DESC_CHUNK * PAGE_DESC_SIZE {
             self.sink.write_at(self.descs_at, &self.descs)?;
@@ -219,7 +222,7 @@ pub fn reassemble(mut pieces: Vec<Piece>, sink: &mut dyn Sink) -> anyhow::Result
     sink.write_at(0, &header.encode())?;
     let mut sub = *first.sub_header();
     (sub.split, sub.start_pfn, sub.end_pfn, sub.start_pfn_64, sub.end_pfn_64) = (0, 0, 0, 0, 0);
-    sink.write_at(first.block_size(), &sub.encode())?;
+    sink.write_at(first.block_size(), &sub.encode(header.endian))?;
     let data_offset = first.data_offset();
     let mut joiner = Joiner {
         sink,
@@ -230,6 +233,7 @@ pub fn reassemble(mut pieces: Vec<Piece>, sink: &mut dyn Sink) -> anyhow::Result
         pages: 0,
         run: (0, 0, data_offset),
         lost: Vec::new(),
+        endian: header.endian,
     };
     if first.zero_page_offset().is_some() {
         joiner.sink.write_at(data_offset, &vec![0u8; first.block_size() as usize])?;

@@ -208,7 +208,7 @@ impl SectionTable {
         mem.read_virt(roots, &mut raw).map_err(|e| fail(format!("reading {nr_roots} roots: {e}")))?;
         let mut sections = Vec::new();
         for (i, chunk) in (0u64..).zip(raw.chunks_exact(8)) {
-            let root = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+            let root = mem.arch().endian().u64(chunk, 0);
             if root == 0 {
                 continue;
             }
@@ -264,7 +264,7 @@ fn read_root<R: PhysRead + ?Sized>(
     mem.read_virt(root, &mut raw).map_err(|e| format!("reading sections {first}..{}: {e}", first + count))?;
     for (j, entry) in (0u64..).zip(raw.chunks_exact(g.mem_section_size as usize)) {
         let at = g.map_offset as usize;
-        let map = u64::from_le_bytes(entry[at..at + 8].try_into().unwrap_or_default());
+        let map = mem.arch().endian().u64(entry, at);
         let encoded = map & !SECTION_MAP_FLAGS;
         if map & SECTION_MARKED_PRESENT == 0 || encoded == 0 {
             continue; // no memory, or present without a mem_map yet

@@ -40,6 +40,22 @@ impl Endian {
         }
     }
 
+    /// Reads an unsigned integer of `width` bytes (1 to 8) at `off`, widened
+    /// to `u64` (same contract as [`Endian::u16`]).
+    pub fn uint(self, b: &[u8], off: usize, width: usize) -> u64 {
+        let mut a = [0u8; 8];
+        match self {
+            Endian::Little => {
+                a[..width].copy_from_slice(&b[off..off + width]);
+                u64::from_le_bytes(a)
+            }
+            Endian::Big => {
+                a[8 - width..].copy_from_slice(&b[off..off + width]);
+                u64::from_be_bytes(a)
+            }
+        }
+    }
+
     /// Writes a `u16` at `off`.
     pub fn put_u16(self, b: &mut [u8], off: usize, v: u16) {
         let a = match self {
@@ -71,6 +87,15 @@ impl Endian {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn narrow_integers_widen_in_either_order() {
+        let b = [0x12, 0x34, 0x56, 0x78];
+        assert_eq!(Endian::Little.uint(&b, 1, 2), 0x5634);
+        assert_eq!(Endian::Big.uint(&b, 1, 2), 0x3456);
+        assert_eq!(Endian::Big.uint(&b, 0, 1), 0x12);
+        assert_eq!(Endian::Big.uint(&b, 0, 4), u64::from(Endian::Big.u32(&b, 0)));
+    }
 
     #[test]
     fn round_trips_both_orders() {

@@ -17,7 +17,7 @@ use super::{
     DiskDumpHeader, HEADER_VERSION, KDUMP_SIGNATURE, PAGE_DESC_SIZE, SUB_HEADER_SIZE, SubHeader, Utsname,
 };
 use crate::FormatError;
-use crate::elf::Notes;
+use crate::elf::{Endian, Notes};
 use crate::phys::check_page_size;
 
 /// Offsets and sizes of a kdump-compressed file.
@@ -143,9 +143,10 @@ impl Layout {
         self.page_desc_offset + index * PAGE_DESC_SIZE as u64
     }
 
-    /// A header for this layout: version 6, `max_mapnr` saturated to u32,
-    /// empty utsname and timestamp (see [`DiskDumpHeader::fill_from_vmcoreinfo`]).
-    pub fn disk_dump_header(&self, status: u32, nr_cpus: u32) -> DiskDumpHeader {
+    /// A header for this layout in byte order `endian` (the dumped
+    /// machine's): version 6, `max_mapnr` saturated to u32, empty utsname
+    /// and timestamp (see [`DiskDumpHeader::fill_from_vmcoreinfo`]).
+    pub fn disk_dump_header(&self, status: u32, nr_cpus: u32, endian: Endian) -> DiskDumpHeader {
         DiskDumpHeader {
             signature: KDUMP_SIGNATURE,
             header_version: HEADER_VERSION,
@@ -162,6 +163,7 @@ impl Layout {
             written_blocks: 0,
             current_cpu: 0,
             nr_cpus: i32::try_from(nr_cpus).unwrap_or(i32::MAX),
+            endian,
         }
     }
 

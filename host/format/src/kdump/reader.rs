@@ -93,7 +93,8 @@ fn read_headers<R: ReadAt + ?Sized>(src: &R) -> Result<(DiskDumpHeader, SubHeade
         let reason = format!("block_size {:#x} is not a page size", header.block_size);
         return Err(FormatError::BadKdump { what: "disk_dump_header", offset: 428, reason });
     }
-    let sub = SubHeader::decode(&read_vec(src, "kdump_sub_header", bs, SUB_HEADER_SIZE as u64)?)?;
+    let sub =
+        SubHeader::decode(&read_vec(src, "kdump_sub_header", bs, SUB_HEADER_SIZE as u64)?, header.endian)?;
     Ok((header, sub))
 }
 
@@ -113,7 +114,7 @@ fn incomplete_zero_page<R: ReadAt>(src: &R, geometry: &Geometry, fallback: u64) 
         return Ok(fallback);
     }
     src.read_exact_at(&mut buf, at).map_err(|e| FormatError::io(at, PAGE_DESC_SIZE as u64, e))?;
-    let first = PageDesc::decode(&buf)?;
+    let first = PageDesc::decode(&buf, geometry.endian)?;
     let bs = geometry.block_size;
     if first.offset < fallback || first.offset.saturating_add(bs) > src.size() {
         return Ok(fallback); // lost, or not a descriptor of this file: checked when read

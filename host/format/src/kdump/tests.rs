@@ -68,7 +68,7 @@ fn vmcoreinfo_offset_overflow_is_an_error_not_a_panic() {
 #[test]
 fn header_fields_at_documented_offsets() {
     let l = Layout::new(0x1_0000_0001, 4096, 0, None, 0).unwrap();
-    let mut h = l.disk_dump_header(DUMP_DH_COMPRESSED_ZSTD, 4);
+    let mut h = l.disk_dump_header(DUMP_DH_COMPRESSED_ZSTD, 4, Endian::Little);
     let info =
         crate::vmcoreinfo::VmcoreInfo::parse(b"OSRELEASE=6.1.0-57-amd64\nCRASHTIME=1700000123\n").unwrap();
     h.fill_from_vmcoreinfo(&info, Some(crate::machine::Machine::X86_64));
@@ -87,30 +87,62 @@ fn header_fields_at_documented_offsets() {
     assert_eq!(h.utsname.get(Utsname::RELEASE), b"6.1.0-57-amd64");
 
     let sh = l.sub_header(-478_150_656, 31);
-    let sb = sh.encode();
+    let sb = sh.encode(Endian::Little);
     assert_eq!(i64::from_le_bytes(sb[0..8].try_into().unwrap()), -478_150_656);
     assert_eq!(u32::from_le_bytes(sb[8..12].try_into().unwrap()), 31);
     assert_eq!(u64::from_le_bytes(sb[48..56].try_into().unwrap()), 4096 + 104);
     assert_eq!(u64::from_le_bytes(sb[96..104].try_into().unwrap()), 0x1_0000_0001);
-    assert_eq!(SubHeader::decode(&sb).unwrap(), sh);
+    assert_eq!(SubHeader::decode(&sb, Endian::Little).unwrap(), sh);
+}
+
+/// s390x: every integer big-endian, at the same offsets; the header's
+/// byte order found from its version, and a version that is small in
+/// neither order refused.
+#[test]
+fn big_endian_headers_and_descriptors_round_trip() {
+    let l = Layout::new(0x8_0000, 4096, 0, None, 0).unwrap();
+    let h = l.disk_dump_header(DUMP_DH_COMPRESSED_ZLIB, 2, Endian::Big);
+    let b = h.encode();
+    assert_eq!(&b[8..12], &6u32.to_be_bytes());
+    assert_eq!(&b[428..432], &4096u32.to_be_bytes());
+    assert_eq!(&b[440..444], &0x8_0000u32.to_be_bytes());
+    let back = DiskDumpHeader::decode(&b).unwrap();
+    assert_eq!((back, back.endian), (h, Endian::Big));
+    let little = l.disk_dump_header(DUMP_DH_COMPRESSED_ZLIB, 2, Endian::Little).encode();
+    assert_eq!(DiskDumpHeader::decode(&little).unwrap().endian, Endian::Little);
+    let mut neither = b;
+    neither[8..12].copy_from_slice(&[1, 0, 0, 1]);
+    assert!(DiskDumpHeader::decode(&neither).unwrap_err().to_string().contains("header_version"));
+
+    let sh = l.sub_header(0, 31);
+    let sb = sh.encode(Endian::Big);
+    assert_eq!(&sb[8..12], &31u32.to_be_bytes());
+    assert_eq!(&sb[96..104], &0x8_0000u64.to_be_bytes());
+    assert_eq!(SubHeader::decode(&sb, Endian::Big).unwrap(), sh);
+    let d = PageDesc { offset: 0x1234_5678, size: 99, flags: DUMP_DH_COMPRESSED_ZLIB, page_flags: 0 };
+    let db = d.encode(Endian::Big);
+    assert_eq!(&db[0..8], &0x1234_5678u64.to_be_bytes());
+    assert_eq!(PageDesc::decode(&db, Endian::Big).unwrap(), d);
+    assert_ne!(PageDesc::decode(&db, Endian::Little).unwrap(), d);
 }
 
 #[test]
 fn page_desc_round_trip_and_short_input() {
     let d = PageDesc { offset: 0x17F6800, size: 1234, flags: DUMP_DH_COMPRESSED_LZO, page_flags: 0 };
-    let b = d.encode();
+    let b = d.encode(Endian::Little);
     assert_eq!(&b[8..12], &1234u32.to_le_bytes());
     assert_eq!(&b[12..16], &2u32.to_le_bytes());
-    assert_eq!(PageDesc::decode(&b).unwrap(), d);
-    assert!(PageDesc::decode(&b[..23]).is_err());
+    assert_eq!(PageDesc::decode(&b, Endian::Little).unwrap(), d);
+    assert!(PageDesc::decode(&b[..23], Endian::Little).is_err());
     assert!(DiskDumpHeader::decode(&[0u8; 463]).is_err());
-    let mut bad =
-        DiskDumpHeader::decode(&Layout::new(1, 4096, 0, None, 0).unwrap().disk_dump_header(0, 1).encode())
-            .unwrap()
-            .encode();
+    let mut bad = DiskDumpHeader::decode(
+        &Layout::new(1, 4096, 0, None, 0).unwrap().disk_dump_header(0, 1, Endian::Little).encode(),
+    )
+    .unwrap()
+    .encode();
     bad[0] = b'D';
     assert!(DiskDumpHeader::decode(&bad).unwrap_err().to_string().contains("signature"));
-    assert!(SubHeader::decode(&[0u8; 103]).is_err());
+    assert!(SubHeader::decode(&[0u8; 103], Endian::Little).is_err());
     assert_eq!(DUMP_DH_COMPRESSION_MASK, 0x27);
 }
 

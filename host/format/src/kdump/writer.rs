@@ -192,7 +192,7 @@ impl<'s> KdumpWriter<'s> {
         let mut unfinished = pre.header;
         unfinished.status |= DUMP_DH_COMPRESSED_INCOMPLETE;
         sink.write_at(0, &unfinished.encode())?;
-        sink.write_at(u64::from(layout.block_size), &pre.sub_header.encode())?;
+        sink.write_at(u64::from(layout.block_size), &pre.sub_header.encode(pre.header.endian))?;
         sink.write_at(layout.offset_note, pre.notes)?;
         let page_size = u64::from(layout.block_size);
         let mut writer = Self {
@@ -262,7 +262,7 @@ impl<'s> KdumpWriter<'s> {
                     PageDesc { offset: offset - u64::from(len), size: len, flags, page_flags: 0 }
                 }
             };
-            self.descs.extend_from_slice(&desc.encode());
+            self.descs.extend_from_slice(&desc.encode(self.header.endian));
             self.desc_pfns.push(pfn);
             self.pages += 1;
         }
@@ -355,7 +355,7 @@ impl<'s> KdumpWriter<'s> {
         self.sub_header.offset_eraseinfo = self.data_end;
         self.sub_header.size_eraseinfo = self.eraseinfo.len() as u64;
         self.data_end += self.eraseinfo.len() as u64;
-        self.sink.write_at(self.block_size, &self.sub_header.encode())
+        self.sink.write_at(self.block_size, &self.sub_header.encode(self.header.endian))
     }
 
     /// Writes what is left, then (once the rest is on disk, when the sink

@@ -6,6 +6,7 @@ use super::super::{
     DISK_DUMP_HEADER_SIZE, DUMP_DH_COMPRESSION_MASK, DiskDumpHeader, SUB_HEADER_SIZE, SubHeader,
 };
 use crate::FormatError;
+use crate::elf::Endian;
 use crate::phys::check_page_size;
 
 /// Offsets of a validated file (descriptor table and data excluded: they
@@ -30,6 +31,8 @@ pub struct Geometry {
     pub vmcoreinfo: (u64, u64),
     /// The pfns `[start, end)` of a split piece (§2.3); `None` for a whole dump.
     pub piece: Option<(u64, u64)>,
+    /// The byte order of the file's integers (the header's).
+    pub endian: Endian,
 }
 
 fn bad(what: &'static str, offset: u64, reason: String) -> FormatError {
@@ -154,6 +157,7 @@ impl Geometry {
             notes,
             vmcoreinfo,
             piece,
+            endian: h.endian,
         })
     }
 }

@@ -53,7 +53,7 @@ impl<R: ReadAt> KdumpReader<R> {
         }
         let mut buf = [0u8; PAGE_DESC_SIZE];
         self.src.read_exact_at(&mut buf, at).map_err(|e| FormatError::io(at, PAGE_DESC_SIZE as u64, e))?;
-        PageDesc::decode(&buf).map(Some)
+        PageDesc::decode(&buf, self.geometry.endian).map(Some)
     }
 
     /// [`KdumpReader::page`] for a dumpable pfn whose rank in the 2nd

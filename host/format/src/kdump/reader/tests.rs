@@ -27,15 +27,20 @@ fn fake_compressed(pfn: u64) -> Vec<u8> {
 /// A dump with level 1 (shared zero page), zstd status, some pages
 /// "compressed" (opaque bytes) and some raw; `status` extra bits OR'ed in.
 fn build(extra_status: u32) -> Vec<u8> {
+    build_in(extra_status, Endian::Little)
+}
+
+/// [`build`] with every integer in byte order `e`.
+fn build_in(extra_status: u32, e: Endian) -> Vec<u8> {
     let text = b"OSRELEASE=6.1.0-test\nPAGESIZE=4096\nNUMBER(phys_base)=-411041792\nCRASHTIME=1700000000\n";
-    let note = crate::elf::write::note(Endian::Little, b"VMCOREINFO", 0, text);
-    let notes = Notes::from_bytes(note, Endian::Little).unwrap();
+    let note = crate::elf::write::note(e, b"VMCOREINFO", 0, text);
+    let notes = Notes::from_bytes(note, e).unwrap();
     let dumpable: Vec<u64> = (0..MAX_MAPNR).filter(|&p| is_dumpable(p)).collect();
     let l = Layout::from_notes(MAX_MAPNR, BS as u32, &notes, dumpable.len() as u64).unwrap();
     let mut out = vec![0u8; l.data_offset as usize];
-    let h = l.disk_dump_header(DUMP_DH_COMPRESSED_ZSTD | extra_status, 1);
+    let h = l.disk_dump_header(DUMP_DH_COMPRESSED_ZSTD | extra_status, 1, e);
     out[..DISK_DUMP_HEADER_SIZE].copy_from_slice(&h.encode());
-    out[BS..BS + SUB_HEADER_SIZE].copy_from_slice(&l.sub_header(0, 1).encode());
+    out[BS..BS + SUB_HEADER_SIZE].copy_from_slice(&l.sub_header(0, 1).encode(e));
     let nb = &notes.bytes;
     out[l.offset_note as usize..l.offset_note as usize + nb.len()].copy_from_slice(nb);
     for p in 0..MAX_MAPNR {
@@ -59,7 +64,7 @@ fn build(extra_status: u32) -> Vec<u8> {
         let size = if is_zero(p) { BS as u32 } else { bytes.len() as u32 };
         let d = PageDesc { offset, size, flags, page_flags: 0 };
         let at = l.page_desc_offset_of(i as u64) as usize;
-        out[at..at + PAGE_DESC_SIZE].copy_from_slice(&d.encode());
+        out[at..at + PAGE_DESC_SIZE].copy_from_slice(&d.encode(e));
         out.extend(bytes);
     }
     out
@@ -67,8 +72,19 @@ fn build(extra_status: u32) -> Vec<u8> {
 
 #[test]
 fn reads_every_page_of_a_valid_dump() {
-    let bytes = build(0);
-    let r = KdumpReader::open(&bytes[..]).unwrap();
+    reads_every_page_of(&build(0));
+}
+
+/// s390x's dumps: the header, sub header, notes and descriptors big-endian.
+#[test]
+fn reads_every_page_of_a_big_endian_dump() {
+    let bytes = build_in(0, Endian::Big);
+    assert_eq!(KdumpReader::open(&bytes[..]).unwrap().header().endian, Endian::Big);
+    reads_every_page_of(&bytes);
+}
+
+fn reads_every_page_of(bytes: &[u8]) {
+    let r = KdumpReader::open(bytes).unwrap();
     assert_eq!(r.max_mapnr(), MAX_MAPNR);
     assert_eq!(r.num_dumpable(), (0..MAX_MAPNR).filter(|&p| is_dumpable(p)).count() as u64);
     assert_eq!(r.compression(), DUMP_DH_COMPRESSED_ZSTD);
