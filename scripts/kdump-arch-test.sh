@@ -2,7 +2,9 @@
 # vmdump on real vmcores of other architectures made through kdump in the
 # guest (scripts/make-kdump-fixture.sh: Debian's kernel under QEMU TCG,
 # kexec -p, sysrq c, the capture kernel's /proc/vmcore: ppc64el with the
-# radix and the hash MMU, arm64, riscv64), judged against that
+# radix and the hash MMU, arm64, riscv64; and s390x, whose Debian kernels
+# have no kdump: QEMU's dump of the running guest with the kernel's
+# VMCOREINFO added, scripts/make-s390x-fixture.sh), judged against that
 # architecture's makedumpfile run on the same vmcore (Debian's; upstream's
 # for riscv64):
 #
@@ -15,7 +17,9 @@
 #      counts are equal, the attributes name the machine, the logs are
 #      equal; drgn reads every page of both dumps equal to the vmcore
 #      (scripts/lib/judge.sh, shared with scripts/arm64-test.sh); on arm64,
-#      every kallsyms symbol vmdump reads equals drgn's
+#      every kallsyms symbol vmdump reads equals drgn's; on s390x,
+#      makedumpfile refilters vmdump's big-endian -d 1 dump to its own -d 31
+#      pages and -R rebuilds vmdump's flattened -d 31 dump byte for byte
 #
 # Each vmcore is judged by makedumpfile's run on the same file, never by
 # recorded numbers. Prints a table line per variant: architecture, kernel,
