@@ -76,6 +76,7 @@ test_variant() {
     grep -E '^(kernel:|page size|guest: mmu)' "$info"
     judge_vmcore "$elf" "$ref" "$dir" "$arch_name" "$uts" || return 1
     if [[ $arch == arm64 ]]; then judge_symbols "$elf" "$dir" || return 1; fi
+    if [[ $arch == s390x ]]; then judge_s390x_lowcore "$elf" "$dir" || return 1; fi
     if [[ $arch == s390x && $judge != none ]]; then judge_s390x_refilter "$elf" "$dir" "$ref" || return 1; fi
     table+=("$(printf '| %s | %s | %s | %s | %s / %s | %s / %s | %d |' "$variant" \
         "$(sed -n 's/^kernel: [^ ]* \([^ ]*\) (\(.*\)), MMU .*/\2 (\1)/p' "$info")" \
@@ -107,6 +108,21 @@ judge_s390x_refilter() {
         echo "PASS: s390x makedumpfile -R rebuilds vmdump's flattened -d 31 dump byte for byte as vmdump's file"
     else
         echo "FAIL: s390x makedumpfile -R of vmdump's flattened -d 31 dump differs from vmdump's -d 31 file" >&2
+        return 1
+    fi
+}
+
+# judge_s390x_lowcore ELF DIR: vmdump finds the VMCOREINFO QEMU's dump
+# leaves out through the lowcore itself: its -d 31 dump of QEMU's file as
+# written (ELF.qemu) is byte for byte its dump of ELF, which has the note.
+judge_s390x_lowcore() {
+    local elf=$1 dir=$2
+    "$vmdump" dump --no-progress --compress lzo -d 31 "$elf.qemu" "$dir/qemu-d31.kdump" 2> "$dir/qemu-d31.stderr.txt" ||
+        { cat "$dir/qemu-d31.stderr.txt" >&2; echo "FAIL: vmdump on QEMU's dump without VMCOREINFO" >&2; return 1; }
+    if cmp -s "$dir/qemu-d31.kdump" "$dir/d31.kdump"; then
+        echo "PASS: vmdump's -d 31 dump of QEMU's file without VMCOREINFO (found through the lowcore) is its dump of the ELF with the note"
+    else
+        echo "FAIL: vmdump's -d 31 dump of QEMU's file without VMCOREINFO differs from its dump of the ELF with the note" >&2
         return 1
     fi
 }

@@ -10,6 +10,7 @@
 mod fault;
 mod kdump;
 mod live;
+mod lowcore;
 mod reader;
 mod window;
 
@@ -191,6 +192,9 @@ impl Vmcore {
         // physical address (p_paddr -1): they are not RAM, which its
         // KCORE_RAM segments (and the kernel text's) cover.
         elf.loads.retain(|load| load.paddr != u64::MAX);
+        // QEMU's dump of an s390x guest has no VMCOREINFO note: the kernel's,
+        // found through the lowcore, is added (and so written to the dump).
+        lowcore::add_vmcoreinfo(&file, &mut elf);
         let info = elf.vmcoreinfo().map_err(format)?;
         if live && info.is_none() {
             return Err(InputError::LiveWithoutVmcoreinfo { path: path.into() });
