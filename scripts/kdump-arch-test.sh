@@ -104,12 +104,14 @@ judge_s390x_refilter() {
         { cat "$dir/d31.flat.stderr.txt" >&2; return 1; }
     "${mdf[@]}" -R "$dir/mdf-rebuilt.kdump" < "$dir/d31.flat" > "$dir/mdf-rebuild.txt" 2>&1 ||
         { cat "$dir/mdf-rebuild.txt" >&2; echo "FAIL: s390x makedumpfile -R of vmdump's flattened -d 31 dump" >&2; return 1; }
-    if cmp -s "$dir/mdf-rebuilt.kdump" "$dir/d31.kdump"; then
-        echo "PASS: s390x makedumpfile -R rebuilds vmdump's flattened -d 31 dump byte for byte as vmdump's file"
-    else
-        echo "FAIL: s390x makedumpfile -R of vmdump's flattened -d 31 dump differs from vmdump's -d 31 file" >&2
-        return 1
-    fi
+    same_bytes "$dir/mdf-rebuilt.kdump" "$dir/d31.kdump" \
+        "s390x makedumpfile -R rebuilds vmdump's flattened -d 31 dump byte for byte as vmdump's -d 31 file"
+}
+
+# same_bytes A B CLAIM: PASS: CLAIM when files A and B are identical, else
+# FAIL: not CLAIM and status 1.
+same_bytes() {
+    if cmp -s "$1" "$2"; then echo "PASS: $3"; else echo "FAIL: not so: $3 ($1, $2)" >&2; return 1; fi
 }
 
 # judge_s390x_lowcore ELF DIR: vmdump finds the VMCOREINFO QEMU's dump
@@ -119,12 +121,8 @@ judge_s390x_lowcore() {
     local elf=$1 dir=$2
     "$vmdump" dump --no-progress --compress lzo -d 31 "$elf.qemu" "$dir/qemu-d31.kdump" 2> "$dir/qemu-d31.stderr.txt" ||
         { cat "$dir/qemu-d31.stderr.txt" >&2; echo "FAIL: vmdump on QEMU's dump without VMCOREINFO" >&2; return 1; }
-    if cmp -s "$dir/qemu-d31.kdump" "$dir/d31.kdump"; then
-        echo "PASS: vmdump's -d 31 dump of QEMU's file without VMCOREINFO (found through the lowcore) is its dump of the ELF with the note"
-    else
-        echo "FAIL: vmdump's -d 31 dump of QEMU's file without VMCOREINFO differs from its dump of the ELF with the note" >&2
-        return 1
-    fi
+    same_bytes "$dir/qemu-d31.kdump" "$dir/d31.kdump" \
+        "vmdump's -d 31 dump of QEMU's file without VMCOREINFO (found through the lowcore) is its dump of the ELF with the note"
 }
 
 # reference_pages REF dN: the pages in makedumpfile's dump, or "not judged".
