@@ -83,12 +83,6 @@ host_tools() {
     [[ -e /usr/aarch64-linux-gnu/lib/libc.a ]] || install_package libc6-dev-arm64-cross
 }
 
-# install_package PKG: for packages no command stands for (a library).
-install_package() {
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" > /dev/null
-}
-
 # ---- the arm64 apt state ----------------------------------------------------
 # Everything apt reads or writes for arm64 lives under target/arm64/apt
 # (scripts/lib/debian.sh): the bookworm suites, as the machine's own sources
@@ -99,9 +93,6 @@ setup_apt() {
     apt_state "$cache/apt" arm64 bookworm
 }
 
-# fetch_arm64_deb PKG: the candidate .deb in target/arm64/debs (once); its path.
-fetch_arm64_deb() { fetch_deb "$cache/debs" "$1"; }
-
 # Sets kernel_pkg, kver, kroot (the unpacked package, with modules.dep).
 fetch_arm64_kernel() {
     fetch_kernel "$cache" "$kernel_pkg"
@@ -111,28 +102,11 @@ fetch_arm64_kernel() {
     echo
 }
 
-fetch_busybox() {
-    busybox_version=$(candidate busybox-static)
-    busybox_root=$cache/busybox-static-${busybox_version/:/%3a}
-    unpack "$(fetch_arm64_deb busybox-static)" "$busybox_root"
-    [[ -x $busybox_root/bin/busybox ]] || die "busybox-static has no bin/busybox"
-    echo "busybox-static $busybox_version"
-}
-
 # ---- the guest ----------------------------------------------------------------
 build_initramfs() {
-    local tree=$work/initramfs
-    mkdir -p "$tree"/{bin,dev,proc,sys,tmp,data,modules}
-    # The kernel gives PID 1 /dev/console as stdin/out before devtmpfs is up.
-    mknod -m 600 "$tree/dev/console" c 5 1
-    install -m 0755 "$busybox_root/bin/busybox" "$tree/bin/busybox"
-    aarch64-linux-gnu-gcc -O2 -Wall -Werror -static -o "$tree/bin/memfill" tests/capture/memfill.c
-    install -m 0755 tests/fixtures/arm64/guest/init "$tree/init"
-    install -m 0644 tests/fixtures/workload.sh "$tree/workload.sh"
     # crc32c first: ext4 asks for it by name (a soft dependency).
-    copy_modules "$kroot" "$kver" "$tree/modules" qemu_fw_cfg virtio_mmio virtio_blk crc32c_generic ext4
-    make_cpio "$tree" > "$work/initrd.gz"
-    echo "initramfs: $(stat -c %s "$work/initrd.gz") bytes, modules: $(tr '\n' ' ' < "$tree/modules/order")"
+    build_guest_initramfs aarch64-linux-gnu-gcc tests/fixtures/arm64/guest/init \
+        qemu_fw_cfg virtio_mmio virtio_blk crc32c_generic ext4
 }
 
 # The data disk (scripts/lib/fixture.sh), with its own UUID.
@@ -230,11 +204,7 @@ check_and_describe() {
 # As QEMU wrote it (e_phoff 192): what makedumpfile says about it; the
 # reference runs read a copy with its program headers at 64.
 make_arm64_reference() {
-    ref=$cache/$fixture.reference
-    rm -rf "$ref"
-    mkdir -p "$ref"
-    "${mdf[@]}" -v 2>&1 | head -n 1 > "$ref/version.txt"
-    ln -s "../$fixture" "$ref/$fixture"
+    new_reference
     run_makedumpfile qemu-layout --message-level 22 -l -d 1 "$fixture" qemu-layout.kdump
     python3 scripts/lib/elfcore.py phdrs-at-64 "$elf" "$ref/$fixture.phdr64"
     make_reference "$fixture.phdr64"

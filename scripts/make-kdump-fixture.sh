@@ -343,11 +343,7 @@ check_and_describe() {
 
 
 reference_of_vmcore() {
-    ref=$cache/$fixture.reference
-    rm -rf "$ref"
-    mkdir -p "$ref"
-    "${mdf[@]}" -v 2>&1 | head -n 1 > "$ref/version.txt"
-    ln -s "../$fixture" "$ref/$fixture"
+    new_reference
     make_reference "$fixture"
     rm -f "$ref/$fixture"
 }

@@ -86,12 +86,6 @@ host_tools() {
     [[ -e /usr/s390x-linux-gnu/lib/libc.a ]] || install_package libc6-dev-s390x-cross
 }
 
-# install_package PKG: for packages no command stands for (a library).
-install_package() {
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" > /dev/null
-}
-
 # ---- the s390x apt state ----------------------------------------------------
 # Everything apt reads or writes for s390x lives under target/s390x/apt
 # (scripts/lib/debian.sh): the bookworm suites, security updates included.
@@ -107,29 +101,11 @@ fetch_s390x_kernel() {
         echo "(no CONFIG_CRASH_DUMP: the dump is QEMU's, not a /proc/vmcore)"
 }
 
-fetch_busybox() {
-    busybox_version=$(candidate busybox-static)
-    busybox_root=$cache/busybox-static-${busybox_version/:/%3a}
-    unpack "$(fetch_deb "$cache/debs" busybox-static)" "$busybox_root"
-    [[ -x $busybox_root/bin/busybox ]] || die "busybox-static has no bin/busybox"
-    echo "busybox-static $busybox_version"
-}
-
 # ---- the guest ----------------------------------------------------------------
 build_initramfs() {
-    local tree=$work/initramfs
-    mkdir -p "$tree"/{bin,dev,proc,sys,tmp,data,modules}
-    mknod -m 600 "$tree/dev/console" c 5 1
-    install -m 0755 "$busybox_root/bin/busybox" "$tree/bin/busybox"
-    s390x-linux-gnu-gcc -O2 -Wall -Werror -static -o "$tree/bin/memfill" tests/capture/memfill.c
-    install -m 0755 tests/fixtures/s390x/guest/init "$tree/init"
-    install -m 0644 tests/fixtures/workload.sh "$tree/workload.sh"
     # crc32c first: ext4 asks for it by name (a soft dependency). The
     # virtio-ccw transport is built in (CONFIG_S390_GUEST).
-    copy_modules "$kroot" "$kver" "$tree/modules" virtio_blk crc32c_generic ext4
-    touch "$tree/modules/order"
-    make_cpio "$tree" > "$work/initrd.gz"
-    echo "initramfs: $(stat -c %s "$work/initrd.gz") bytes, modules: $(tr '\n' ' ' < "$tree/modules/order")"
+    build_guest_initramfs s390x-linux-gnu-gcc tests/fixtures/s390x/guest/init virtio_blk crc32c_generic ext4
 }
 
 make_disk() { make_data_disk 73333930-782d-6669-7874; }
@@ -226,11 +202,7 @@ check_and_describe() {
 # What makedumpfile says about the ELF as QEMU wrote it (no VMCOREINFO,
 # e_phoff 192), then the reference runs on the ELF with the note.
 make_s390x_reference() {
-    ref=$cache/$fixture.reference
-    rm -rf "$ref"
-    mkdir -p "$ref"
-    "${mdf[@]}" -v 2>&1 | head -n 1 > "$ref/version.txt"
-    ln -s "../$fixture" "$ref/$fixture"
+    new_reference
     ln -s "../$fixture.qemu" "$ref/$fixture.qemu"
     run_makedumpfile qemu-layout --message-level 22 -l -d 1 "$fixture.qemu" qemu-layout.kdump
     make_reference "$fixture"

@@ -187,6 +187,52 @@ compress() {
     echo "$fixture: $elf_bytes bytes, zstd $zst_bytes bytes, sha256 $elf_sha"
 }
 
+# install_package PKG: for packages no command stands for (a library).
+install_package() {
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" > /dev/null
+}
+
+# fetch_busybox: busybox-static of the apt state, unpacked under $cache;
+# sets busybox_version and busybox_root.
+fetch_busybox() {
+    busybox_version=$(candidate busybox-static)
+    busybox_root=$cache/busybox-static-${busybox_version/:/%3a}
+    unpack "$(fetch_deb "$cache/debs" busybox-static)" "$busybox_root"
+    [[ -x $busybox_root/bin/busybox ]] || die "busybox-static has no bin/busybox"
+    echo "busybox-static $busybox_version"
+}
+
+# build_guest_initramfs CROSS_GCC INIT MODULE...: $work/initrd.gz of the
+# guest that runs the shared workload: busybox, memfill built static with
+# CROSS_GCC, INIT as /init, tests/fixtures/workload.sh and the kernel's
+# MODULEs (in load order). Needs busybox_root, kroot, kver, work.
+build_guest_initramfs() {
+    local gcc=$1 init=$2 tree=$work/initramfs
+    shift 2
+    mkdir -p "$tree"/{bin,dev,proc,sys,tmp,data,modules}
+    # The kernel gives PID 1 /dev/console as stdin/out before devtmpfs is up.
+    mknod -m 600 "$tree/dev/console" c 5 1
+    install -m 0755 "$busybox_root/bin/busybox" "$tree/bin/busybox"
+    "$gcc" -O2 -Wall -Werror -static -o "$tree/bin/memfill" tests/capture/memfill.c
+    install -m 0755 "$init" "$tree/init"
+    install -m 0644 tests/fixtures/workload.sh "$tree/workload.sh"
+    copy_modules "$kroot" "$kver" "$tree/modules" "$@"
+    touch "$tree/modules/order"
+    make_cpio "$tree" > "$work/initrd.gz"
+    echo "initramfs: $(stat -c %s "$work/initrd.gz") bytes, modules: $(tr '\n' ' ' < "$tree/modules/order")"
+}
+
+# new_reference: an empty $cache/$fixture.reference as $ref, holding the
+# judge's version line and a link to the fixture.
+new_reference() {
+    ref=$cache/$fixture.reference
+    rm -rf "$ref"
+    mkdir -p "$ref"
+    "${mdf[@]}" -v 2>&1 | head -n 1 > "$ref/version.txt"
+    ln -s "../$fixture" "$ref/$fixture"
+}
+
 make_cpio() {
     (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -1)
 }

@@ -352,6 +352,14 @@ pub type MemberFn = unsafe extern "C" fn(
 /// `struct vmdump_kernel` (ABI 1.1): the services of the `prepare` hook.
 /// Every callback takes the table's own `host` pointer first; strings are
 /// NUL-terminated and out-pointers writable, for the call.
+///
+/// # Safety
+///
+/// The callbacks are `unsafe extern "C"` function pointer types: no code
+/// here calls them. A caller (the SDK's `abi::kernel`, each call with its
+/// SAFETY comment) must pass this table's `host`, valid NUL-terminated
+/// strings, and buffers and out-pointers writable for their lengths, and
+/// only during the `prepare` call that received the table.
 #[repr(C)]
 pub struct RawKernel {
     /// Size of the host's table.
