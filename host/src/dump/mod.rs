@@ -185,8 +185,8 @@ fn input_machine(plan: &Plan<'_>) -> Result<Option<Machine>, DumpError> {
 
 fn preamble_header(plan: &Plan<'_>, layout: &Layout, machine: Option<Machine>) -> DiskDumpHeader {
     let status = plan.codec().map_or(0, |c| c.format().code());
-    // The dumped machine's byte order, as makedumpfile writes it there.
-    let endian = machine.map_or(Endian::Little, Machine::endian);
+    // The dumped machine's byte order (the input's), as makedumpfile writes it there.
+    let endian = plan.input().machine().1;
     let mut header = layout.disk_dump_header(status, plan.input().notes().nr_cpus, endian);
     if let Some(info) = plan.input().vmcoreinfo() {
         header.fill_from_vmcoreinfo(info, machine);

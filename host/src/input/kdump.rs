@@ -117,7 +117,7 @@ impl Input for KdumpInput<'_> {
         // a dump that says neither is taken for x86_64, as vmdump's first
         // releases wrote only those.
         let machine = self.reader().machine().unwrap_or(Machine::X86_64);
-        (machine.e_machine(), machine.endian())
+        (machine.e_machine(), self.reader().header().endian)
     }
 
     fn loads(&self) -> &[LoadSegment] {
