@@ -29,6 +29,8 @@
 # Usage: scripts/kdump-arch-test.sh [--keep] [--upstream-judge upstream|none]
 #            [--variant ppc64el-radix|ppc64el-hash|arm64|riscv64|arm64-16k-va47|arm64-16k-va52|s390x]...
 #   default: every variant. As root; downloads stay in target/kdump.
+#   --keep keeps each variant's vmcores and vmdump's dumps (else removed
+#   once it is judged: each vmcore is as large as the guest's memory).
 #   riscv64 and arm64-16k-va47 are judged by upstream makedumpfile's
 #   newest commit (Debian 13's 1.7.6 misjudges riscv64's 6.12 and refuses
 #   16 KiB arm64 kernels), built from VMDUMP_MAKEDUMPFILE_GIT (a clone) or
@@ -130,6 +132,17 @@ reference_pages() {
     if [[ $1 == none ]]; then echo "not judged"; else pages_in "$1/$2.kdump"; fi
 }
 
+# drop_variant NAME: unless --keep, removes the variant's vmcores (each as
+# large as the guest's memory; remade on every run) and vmdump's dumps of
+# them, passed or failed, so that the next variant finds the disk as this
+# one did.
+drop_variant() {
+    local name=vmcore-$1-test
+    ((keep)) && return 0
+    rm -rf "$out/$name"
+    rm -f target/kdump/*/"$name"{,.zst,.disk} target/s390x/"$name"{,.zst,.qemu}
+}
+
 status=0
 for variant in "${variants[@]}"; do
     case $variant in
@@ -147,6 +160,7 @@ for variant in "${variants[@]}"; do
         s390x) test_variant s390x '' s390x s390x debian "$variant" || status=1 ;;
         *) echo "kdump-arch-test.sh: unknown variant $variant" >&2; exit 2 ;;
     esac
+    drop_variant "$variant"
 done
 echo "| variant | kernel | page size | paging | pages -d 1 (vmdump / makedumpfile) | pages -d 31 | seconds |"
 echo "|---|---|---|---|---|---|---|"

@@ -7,14 +7,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/lib/tools.sh
+
+# free_space STAGE: the free space where the tests write, before STAGE (a
+# full disk fails a test far from its cause; the log shows it).
+free_space() {
+    local tmp=${TMPDIR:-/tmp}
+    echo "== free space before $1: $(df -h --output=avail "$tmp" | tail -n 1 | tr -d ' ') in $tmp, $(df -h --output=avail . | tail -n 1 | tr -d ' ') in the checkout"
+}
+
 ensure_test_tools
 prepare_fixtures
 
-# Each test run leaves dumps in per-process temporary folders; clear those
-# of earlier runs so repeated runs do not fill the disk.
+# A test keeps its temporary folder when it fails (tests/support/mod.rs);
+# clear those of earlier runs so repeated runs do not fill the disk.
 rm -rf "${TMPDIR:-/tmp}"/vmdump-test-* 2>/dev/null || true
 
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+free_space "the build"
 cargo build --workspace --release --locked
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --release --locked --no-fail-fast "$@"
@@ -56,8 +65,9 @@ if [[ $(id -u) -ne 0 ]]; then
     echo "error: scripts/capture-test.sh, arm64-test.sh, kdump-arch-test.sh and test-packages.sh need root: run scripts/test.sh as root" >&2
     exit 1
 fi
-scripts/capture-test.sh
-scripts/capture-test.sh --suite newest --judge none
-scripts/arm64-test.sh
-scripts/kdump-arch-test.sh --upstream-judge none
-scripts/test-packages.sh --no-build
+free_space capture-test; scripts/capture-test.sh
+free_space "capture-test --suite newest"; scripts/capture-test.sh --suite newest --judge none
+free_space arm64-test; scripts/arm64-test.sh
+free_space kdump-arch-test; scripts/kdump-arch-test.sh --upstream-judge none
+free_space test-packages; scripts/test-packages.sh --no-build
+free_space "the end"

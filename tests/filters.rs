@@ -325,8 +325,8 @@ fn a_filter_built_against_the_abi_1_0_header_loads_and_runs_unchanged() {
     lru_filter_excludes_lru_pages("tests/plugins/abi-1.0", "dump-lru-filter-1.0");
     let plugins = temp_dir("lru-filter-1.0-listed");
     build_c_filter_against(&plugins, "tests/plugins/abi-1.0", "lru_filter.c", "libvmdump_filter_lru.so");
-    let listed = vmdump_ok([OsArg::from("--plugin-dir"), plugins.as_path().into(), "plugins".into()]);
-    let out = vmdump([OsArg::from("--plugin-dir"), plugins.as_path().into(), "plugins".into()]);
+    let listed = vmdump_ok([OsArg::from("--plugin-dir"), OsArg::from(&*plugins), "plugins".into()]);
+    let out = vmdump([OsArg::from("--plugin-dir"), OsArg::from(&*plugins), "plugins".into()]);
     let text = format!("{listed}{}", String::from_utf8_lossy(&out.stdout));
     let line = text.lines().find(|l| l.contains("lru")).unwrap_or_else(|| panic!("lru not listed: {text}"));
     assert!(line.contains("1.0"), "{line}");
@@ -362,7 +362,7 @@ fn lru_filter_excludes_lru_pages(include: &str, name: &str) {
     let stderr = String::from_utf8_lossy(
         &vmdump([
             OsArg::from("--plugin-dir"),
-            plugins.as_path().into(),
+            OsArg::from(&*plugins),
             "dump".into(),
             "--profile".into(),
             profile.as_path().into(),

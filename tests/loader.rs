@@ -167,7 +167,7 @@ fn duplicates_are_shadowed_and_reported() {
     let first = build_c_plugin(&dir, "store", None);
     let other = temp_dir("shadow-2");
     build_c_plugin(&other, "store", None);
-    let registry = Registry::discover(SearchPath::new(&[dir.clone(), other.clone()], &[], None, None));
+    let registry = Registry::discover(SearchPath::new(&[dir.to_path_buf(), other.to_path_buf()], &[], None, None));
     assert_eq!(registry.compressor("store").unwrap().origin, Origin::File(first));
     assert!(
         registry.skipped.iter().any(|e| matches!(e, LoadError::Shadowed { name, .. } if name == "store"))
@@ -189,7 +189,7 @@ fn a_registry_of_named_plugins_opens_the_files_of_those_names_only() {
     let zlib_file = dir.join(vmdump::plugin::file_names(Kind::Compressor, "zlib")[0].clone());
     std::fs::rename(&misnamed, &zlib_file).unwrap();
     let broken = build_c_plugin(&dir, "broken", Some("BROKEN_WRONG_MAGIC"));
-    let path = SearchPath::new(std::slice::from_ref(&dir), &[], None, None);
+    let path = SearchPath::new(&[dir.to_path_buf()], &[], None, None);
     let registry = Registry::named(path.clone(), &["zlib", "broken", "nope"], &["nope"]);
     assert_eq!(registry.compressor("zlib").unwrap().origin, Origin::BuiltIn);
     assert!(

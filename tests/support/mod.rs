@@ -38,13 +38,47 @@ pub fn built_plugin(file_name: &str) -> PathBuf {
     path
 }
 
-/// A fresh private directory (mode 0755) under the system temp dir.
-pub fn temp_dir(name: &str) -> PathBuf {
+/// A fresh private directory (mode 0755) under the system temp dir,
+/// removed when the test passes; a failing test keeps it and names it.
+pub fn temp_dir(name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("vmdump-test-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create temp dir");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod temp dir");
-    dir
+    TempDir(dir)
+}
+
+/// A test's scratch directory: its dumps take hundreds of MiB, so it goes
+/// when the test passes (a whole suite would otherwise fill the disk).
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept for the failure: {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// Compiles `tests/plugins/broken.c` with `-D<flag>` into `dir`, as plugin
