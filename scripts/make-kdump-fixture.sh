@@ -183,16 +183,12 @@ kernel_config() {
         "$kroot/boot/config-$kver"
 }
 
-# Unpacks busybox-static and kexec-tools with the libraries kexec needs
-# (its NEEDED entries and the ELF interpreter, from the closure's packages),
-# kexec-tools from its own suite's apt state where the kernel's has none.
+# Unpacks busybox-static (scripts/lib/fixture.sh) and kexec-tools with the
+# libraries kexec needs (its NEEDED entries and the ELF interpreter, from
+# the closure's packages), kexec-tools from its own suite's apt state where
+# the kernel's has none.
 fetch_guest_tools() {
-    busybox_version=$(candidate busybox-static)
-    busybox_root=$cache/busybox-static-${busybox_version/:/%3a}
-    unpack "$(fetch_deb "$cache/debs" busybox-static)" "$busybox_root"
-    # (Debian 13 has merged /usr: usr/bin/busybox)
-    for busybox_bin in "$busybox_root"/{bin,usr/bin}/busybox; do [[ -x $busybox_bin ]] && break; done
-    [[ -x $busybox_bin ]] || die "busybox-static has no bin/busybox"
+    fetch_busybox > /dev/null
     [[ $kexec_suite == "$suite" ]] || apt_state "$cache/apt-$kexec_suite" "$arch" "$kexec_suite"
     kexec_version=$(candidate kexec-tools)
     [[ -n $kexec_version ]] || die "no kexec-tools for $arch in $kexec_suite"

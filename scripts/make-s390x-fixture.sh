@@ -29,7 +29,8 @@
 #      bitmaps; libkdumpfile reads the ELF and the dumps
 #
 # Usage: scripts/make-s390x-fixture.sh [--name NAME] [--timeout SECONDS]
-#            [--memory SIZE] [--kernel PACKAGE] [--zstd-level N] [--refresh]
+#            [--memory SIZE] [--kernel PACKAGE] [--suite SUITE] [--judge debian|upstream|none]
+#            [--zstd-level N] [--refresh]
 #            [--no-reference] [--install-expected]
 #   --name              the fixture's name (default vmcore-s390x)
 #   --timeout           kill QEMU when the guest is not READY after this many
@@ -37,6 +38,14 @@
 #   --memory            the guest's RAM, QEMU's -m (default 512M)
 #   --kernel            the s390x kernel package (default: the one
 #                       linux-image-s390x depends on)
+#   --suite             the Debian release of the kernel (default bookworm;
+#                       another's downloads stay in target/s390x-SUITE)
+#   --judge             debian (bookworm's makedumpfile), upstream
+#                       (upstream's newest commit, built static for s390x:
+#                       scripts/lib/fixture.sh) or none (as --no-reference);
+#                       default: debian for bookworm, upstream for the
+#                       others (6.10 and later: the virtual layout, which
+#                       bookworm's 1.7.2 does not read)
 #   --zstd-level        zstd's level for NAME.zst (default 9)
 #   --refresh           apt-get update the s390x lists even when under a day old
 #   --no-reference      stop after the fixture (no makedumpfile runs)
@@ -55,8 +64,7 @@ source scripts/lib/debian.sh
 source scripts/lib/fixture.sh
 export PYTHONDONTWRITEBYTECODE=1
 
-cache=$PWD/target/s390x
-fixture=vmcore-s390x zstd_level=9 qemu_timeout=600 memory=512M kernel_pkg='' refresh=0 reference=1 install_expected=0
+suite=bookworm judge='' fixture=vmcore-s390x zstd_level=9 qemu_timeout=600 memory=512M kernel_pkg='' refresh=0 reference=1 install_expected=0
 while (($#)); do
     case $1 in
         --timeout) qemu_timeout=$2; shift 2 ;;
@@ -64,6 +72,8 @@ while (($#)); do
         --memory) memory=$2; shift 2 ;;
         --zstd-level) zstd_level=$2; shift 2 ;;
         --kernel) kernel_pkg=$2; shift 2 ;;
+        --suite) suite=$2; shift 2 ;;
+        --judge) judge=$2; shift 2 ;;
         --refresh) refresh=1; shift ;;
         --no-reference) reference=0; shift ;;
         --install-expected) install_expected=1; shift ;;
@@ -72,7 +82,19 @@ while (($#)); do
     esac
 done
 
+# bookworm's in target/s390x, another suite's in target/s390x-SUITE
+cache=$PWD/target/s390x
+[[ $suite == bookworm ]] || cache=$PWD/target/s390x-$suite
+
 die() { echo "make-s390x-fixture: FAILED: $*" >&2; exit 1; }
+[[ $suite == bookworm ]] && judge=${judge:-debian}
+judge=${judge:-upstream}
+case $judge in
+    debian | upstream) ;;
+    none) reference=0 ;;
+    *) die "--judge $judge: debian, upstream or none" ;;
+esac
+((reference)) || judge=none
 [[ $(id -u) -eq 0 ]] || die "run as root (apt-get, mknod for the initramfs)"
 
 config_keys='^CONFIG_(KEXEC|CRASH_DUMP|RANDOMIZE_BASE|PGTABLE_LEVELS|SPARSEMEM_VMEMMAP|VIRTIO_CCW|VIRTIO_BLK)='
@@ -88,10 +110,10 @@ host_tools() {
 
 # ---- the s390x apt state ----------------------------------------------------
 # Everything apt reads or writes for s390x lives under target/s390x/apt
-# (scripts/lib/debian.sh): the bookworm suites, security updates included.
+# (scripts/lib/debian.sh): the suite's, security updates included.
 setup_apt() {
     ((refresh)) && rm -f "$cache/apt/sources.list"
-    apt_state "$cache/apt" s390x bookworm
+    apt_state "$cache/apt" s390x "$suite"
 }
 
 fetch_s390x_kernel() {
@@ -99,6 +121,19 @@ fetch_s390x_kernel() {
     grep -E "$config_keys" "$kroot/boot/config-$kver" | tr '\n' ' '
     grep -q '^CONFIG_CRASH_DUMP=y' "$kroot/boot/config-$kver" ||
         echo "(no CONFIG_CRASH_DUMP: the dump is QEMU's, not a /proc/vmcore)"
+}
+
+# The makedumpfile that judges: Debian's (bookworm's 1.7.2 reads kernels
+# before 6.10), or upstream's newest, built against bookworm's s390x
+# libraries (the archive this machine reaches has no trixie s390x libc6).
+fetch_judge() {
+    case $judge in
+        debian) fetch_makedumpfile "$cache" qemu-s390x-static ;;
+        upstream)
+            apt_state "$PWD/target/s390x/apt" s390x bookworm
+            build_upstream_makedumpfile "$PWD/target/s390x" qemu-s390x-static s390x-linux-gnu s390x
+            apt_state "$cache/apt" s390x "$suite" ;;
+    esac
 }
 
 # ---- the guest ----------------------------------------------------------------
@@ -218,7 +253,7 @@ main() {
     step apt setup_apt
     step kernel fetch_s390x_kernel
     step busybox fetch_busybox
-    if ((reference)); then step mdf-root fetch_makedumpfile "$cache" qemu-s390x-static; fi
+    if ((reference)); then step judge fetch_judge; fi
     step initramfs build_initramfs
     step disk make_disk
     step boot+dump boot_and_dump

@@ -167,7 +167,8 @@ fn duplicates_are_shadowed_and_reported() {
     let first = build_c_plugin(&dir, "store", None);
     let other = temp_dir("shadow-2");
     build_c_plugin(&other, "store", None);
-    let registry = Registry::discover(SearchPath::new(&[dir.to_path_buf(), other.to_path_buf()], &[], None, None));
+    let registry =
+        Registry::discover(SearchPath::new(&[dir.to_path_buf(), other.to_path_buf()], &[], None, None));
     assert_eq!(registry.compressor("store").unwrap().origin, Origin::File(first));
     assert!(
         registry.skipped.iter().any(|e| matches!(e, LoadError::Shadowed { name, .. } if name == "store"))

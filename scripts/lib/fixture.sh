@@ -194,26 +194,29 @@ install_package() {
 }
 
 # fetch_busybox: busybox-static of the apt state, unpacked under $cache;
-# sets busybox_version and busybox_root.
+# sets busybox_version and busybox_bin.
 fetch_busybox() {
+    local root
     busybox_version=$(candidate busybox-static)
-    busybox_root=$cache/busybox-static-${busybox_version/:/%3a}
-    unpack "$(fetch_deb "$cache/debs" busybox-static)" "$busybox_root"
-    [[ -x $busybox_root/bin/busybox ]] || die "busybox-static has no bin/busybox"
+    root=$cache/busybox-static-${busybox_version/:/%3a}
+    unpack "$(fetch_deb "$cache/debs" busybox-static)" "$root"
+    # (Debian 13 has merged /usr: usr/bin/busybox)
+    for busybox_bin in "$root"/{bin,usr/bin}/busybox; do [[ -x $busybox_bin ]] && break; done
+    [[ -x $busybox_bin ]] || die "busybox-static has no bin/busybox"
     echo "busybox-static $busybox_version"
 }
 
 # build_guest_initramfs CROSS_GCC INIT MODULE...: $work/initrd.gz of the
 # guest that runs the shared workload: busybox, memfill built static with
 # CROSS_GCC, INIT as /init, tests/fixtures/workload.sh and the kernel's
-# MODULEs (in load order). Needs busybox_root, kroot, kver, work.
+# MODULEs (in load order). Needs busybox_bin, kroot, kver, work.
 build_guest_initramfs() {
     local gcc=$1 init=$2 tree=$work/initramfs
     shift 2
     mkdir -p "$tree"/{bin,dev,proc,sys,tmp,data,modules}
     # The kernel gives PID 1 /dev/console as stdin/out before devtmpfs is up.
     mknod -m 600 "$tree/dev/console" c 5 1
-    install -m 0755 "$busybox_root/bin/busybox" "$tree/bin/busybox"
+    install -m 0755 "$busybox_bin" "$tree/bin/busybox"
     "$gcc" -O2 -Wall -Werror -static -o "$tree/bin/memfill" tests/capture/memfill.c
     install -m 0755 "$init" "$tree/init"
     install -m 0644 tests/fixtures/workload.sh "$tree/workload.sh"

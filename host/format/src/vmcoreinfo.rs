@@ -143,9 +143,15 @@ impl VmcoreInfo {
         parse_number(self.wrapped("NUMBER", name)?)
     }
 
-    /// `KERNELOFFSET=` (hex): the KASLR displacement of the kernel image.
+    /// A plain key's hex value, e.g. `hex("KERNELOFFPHYS")`.
+    pub fn hex(&self, key: &str) -> Option<u64> {
+        parse_hex(self.get(key)?)
+    }
+
+    /// `KERNELOFFSET=` (hex): the KASLR displacement of the kernel image
+    /// (s390x since 6.10: the image's virtual start).
     pub fn kerneloffset(&self) -> Option<u64> {
-        parse_hex(self.get("KERNELOFFSET")?)
+        self.hex("KERNELOFFSET")
     }
 
     /// `NUMBER(phys_base)`, negative with KASLR.

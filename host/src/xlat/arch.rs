@@ -23,8 +23,9 @@
 //! linear map and the image by the formulas of VMCOREINFO's layout,
 //! `phys_base` `NUMBER(phys_ram_base)`, utsname machine `riscv64`.
 //! s390x ([`S390x`], docs/s390x.md §5): 4 KiB pages, big-endian, root
-//! `swapper_pg_dir` (a physical address on 6.1), everything walked,
-//! `phys_base` 0, utsname machine `s390x`; its dumps are not written yet.
+//! `swapper_pg_dir` (before 6.10 a physical address; since, `−
+//! KERNELOFFSET + KERNELOFFPHYS`), everything walked, `phys_base` 0,
+//! utsname machine `s390x`.
 
 use vmdump_format::elf::{Endian, LoadSegment};
 use vmdump_format::machine::Machine;

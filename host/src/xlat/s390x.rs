@@ -17,10 +17,13 @@
 //! | segment | I, 0x20 | page-table origin, bits 63:11 | FC (0x400): 1 MiB frame, bits 63:20 |
 //! | page | I, 0x400 | page frame, bits 63:12 | |
 //!
-//! Linux 6.1 runs its kernel at its physical addresses (symbols are
-//! physical addresses, the identity map from 0): `swapper_pg_dir` is the
-//! root's physical address. Kernels of the "virtual" layout (6.10 and
-//! later, whose symbols lie above physical memory) are refused.
+//! Linux before 6.10 runs its kernel at its physical addresses (symbols
+//! are physical addresses, the identity map from 0): `swapper_pg_dir` is
+//! the root's physical address. Since 6.10 (the "virtual" layout) the
+//! image runs at `KERNELOFFSET`, loaded at physical `KERNELOFFPHYS`, and
+//! the identity map starts at `IDENTITYBASE`: the root is
+//! `swapper_pg_dir − KERNELOFFSET + KERNELOFFPHYS`. Either way every
+//! address is walked: the tables map the identity map and the image too.
 
 use vmdump_format::elf::LoadSegment;
 use vmdump_format::machine::Machine;
@@ -112,11 +115,16 @@ impl Table {
     }
 }
 
+/// The first kernel of the virtual layout.
+const VIRTUAL_LAYOUT: (u32, u32) = (6, 10);
+
 /// Translation parameters of an s390x kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct S390x {
     root_paddr: u64,
     kerneloffset: u64,
+    /// The identity map's start: 0 before 6.10, `IDENTITYBASE` since.
+    identity: PageOffset,
 }
 
 fn bad(key: &'static str, value: impl Into<i128>, reason: &'static str) -> XlatError {
@@ -129,22 +137,41 @@ impl S390x {
     /// # Errors
     ///
     /// [`XlatError::MissingKey`] without `PAGESIZE` or
-    /// `SYMBOL(swapper_pg_dir)`; [`XlatError::BadKey`] for pages other
-    /// than 4 KiB, or a root that is not a page-aligned physical address
-    /// (a kernel of the virtual layout).
+    /// `SYMBOL(swapper_pg_dir)`, a kernel of 6.10 or later without
+    /// `KERNELOFFPHYS`, or `KERNELOFFPHYS` without `IDENTITYBASE`; [`XlatError::BadKey`] for pages other than 4 KiB,
+    /// or a root that is not a page-aligned physical address.
     pub fn new(info: &VmcoreInfo, _loads: &[LoadSegment]) -> Result<Self, XlatError> {
         let page_size = info.page_size().ok_or(XlatError::MissingKey("PAGESIZE"))?;
         if page_size != 1 << PAGE_SHIFT {
             return Err(bad("PAGESIZE", page_size, "s390x pages are 4096 bytes"));
         }
-        let root = info.symbol("swapper_pg_dir").ok_or(XlatError::MissingKey("SYMBOL(swapper_pg_dir)"))?;
+        let symbol = info.symbol("swapper_pg_dir").ok_or(XlatError::MissingKey("SYMBOL(swapper_pg_dir)"))?;
+        let kerneloffset = info.kerneloffset().unwrap_or(0);
+        let (root, identity) = match info.hex("KERNELOFFPHYS") {
+            Some(image_paddr) => {
+                let image_offset = symbol.checked_sub(kerneloffset).ok_or_else(|| {
+                    bad("SYMBOL(swapper_pg_dir)", symbol, "below the image's start, KERNELOFFSET")
+                })?;
+                let base = info.hex("IDENTITYBASE").ok_or(XlatError::MissingKey("IDENTITYBASE"))?;
+                (
+                    image_paddr.wrapping_add(image_offset),
+                    PageOffset { value: base, source: PageOffsetSource::Vmcoreinfo },
+                )
+            }
+            None if info.kernel_version().is_some_and(|v| v >= VIRTUAL_LAYOUT) => {
+                return Err(XlatError::MissingKey("KERNELOFFPHYS"));
+            }
+            None => (symbol, PageOffset { value: 0, source: PageOffsetSource::Architecture }),
+        };
         let bits = info.number("MAX_PHYSMEM_BITS").map_or(DEFAULT_PHYSMEM_BITS, |b| b.clamp(1, 64) as u32);
         if root % page_size != 0 || root.checked_shr(bits).unwrap_or(0) != 0 {
-            let reason = "not a page-aligned physical address (a kernel of the virtual layout, \
-                          Linux 6.10 and later, is not translated yet)";
-            return Err(bad("SYMBOL(swapper_pg_dir)", root, reason));
+            return Err(bad(
+                "SYMBOL(swapper_pg_dir)",
+                symbol,
+                "its table is not at a page-aligned physical address",
+            ));
         }
-        Ok(S390x { root_paddr: root, kerneloffset: info.kerneloffset().unwrap_or(0) })
+        Ok(S390x { root_paddr: root, kerneloffset, identity })
     }
 
     /// Walks the tables from `swapper_pg_dir`; `read_entry` gives each
@@ -234,9 +261,9 @@ impl Paging for S390x {
         self.kerneloffset
     }
 
-    /// The identity map from 0.
+    /// The identity map: from 0 before 6.10, from `IDENTITYBASE` since.
     fn page_offset_info(&self) -> PageOffset {
-        PageOffset { value: 0, source: PageOffsetSource::Architecture }
+        self.identity
     }
 
     /// Everything walks: the identity map's extent (`high_memory`) is in

@@ -189,3 +189,39 @@ fn parameters_are_checked() {
         Err(XlatError::MissingKey("SYMBOL(swapper_pg_dir)"))
     ));
 }
+
+/// Debian 13's 6.12 (docs/s390x.md §5): the image at KERNELOFFSET,
+/// loaded at KERNELOFFPHYS; the root is swapper_pg_dir's place in the
+/// image, and the identity map starts at IDENTITYBASE.
+#[test]
+fn the_virtual_layout_of_6_10_and_later() {
+    let new = |text: &str| {
+        super::super::Arch::new(Machine::S390x, &VmcoreInfo::parse(text.as_bytes()).unwrap(), &[])
+    };
+    let layout = "OSRELEASE=6.12.113+deb13-s390x\nPAGESIZE=4096\nSYMBOL(swapper_pg_dir)=3fffff40000\n\
+                  NUMBER(MAX_PHYSMEM_BITS)=46\nKERNELOFFSET=3fffe7f4000\n";
+    let arch = new(&format!("{layout}KERNELOFFPHYS=8f4000\nIDENTITYBASE=40000000000\n")).unwrap();
+    // 0x3fffff40000 − 0x3fffe7f4000 = 0x174c000 into the image, which
+    // starts at physical 0x8f4000.
+    assert_eq!(arch.root_paddr(), 0x0204_0000);
+    assert_eq!(arch.page_offset_info().value, 0x400_0000_0000);
+    assert_eq!(arch.kerneloffset(), 0x3ff_fe7f_4000);
+    // 6.10 and later without the image's physical start: refused, not
+    // taken for a physical root (this one is below 2^46).
+    assert!(matches!(new(layout), Err(XlatError::MissingKey("KERNELOFFPHYS"))));
+    assert!(matches!(
+        new(&format!("{layout}KERNELOFFPHYS=8f4000\n")),
+        Err(XlatError::MissingKey("IDENTITYBASE"))
+    ));
+    // A symbol below the image's start.
+    assert!(matches!(
+        new(&format!("{layout}KERNELOFFPHYS=8f4000\nIDENTITYBASE=0\n").replace("3fffff40000", "1000")),
+        Err(XlatError::BadKey { key: "SYMBOL(swapper_pg_dir)", .. })
+    ));
+    // Before 6.10: the symbol is the root's physical address, the identity
+    // map from 0.
+    let old =
+        new("OSRELEASE=6.1.0-50-s390x\nPAGESIZE=4096\nSYMBOL(swapper_pg_dir)=1290000\nKERNELOFFSET=0\n")
+            .unwrap();
+    assert_eq!((old.root_paddr(), old.page_offset_info().value), (ROOT, 0));
+}
