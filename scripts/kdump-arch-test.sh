@@ -27,13 +27,14 @@
 # -d 31, seconds.
 #
 # Usage: scripts/kdump-arch-test.sh [--keep] [--upstream-judge upstream|none]
-#            [--variant ppc64el-radix|ppc64el-hash|arm64|riscv64|arm64-16k-va47|arm64-16k-va52|s390x|s390x-trixie]...
+#            [--variant ppc64el-radix|ppc64el-hash|arm64|riscv64|arm64-16k-va47|arm64-16k-va52|s390x|s390x-trixie|s390x-sid]...
 #   default: every variant. As root; downloads stay in target/kdump.
 #   --keep keeps each variant's vmcores and vmdump's dumps (else removed
 #   once it is judged: each vmcore is as large as the guest's memory).
-#   riscv64, arm64-16k-va47 and s390x-trixie are judged by upstream makedumpfile's
-#   newest commit (Debian 13's 1.7.6 misjudges riscv64's 6.12 and refuses
-#   16 KiB arm64 kernels), built from VMDUMP_MAKEDUMPFILE_GIT (a clone) or
+#   riscv64, arm64-16k-va47, s390x-trixie and s390x-sid are judged by
+#   upstream makedumpfile's newest commit (Debian 13's 1.7.6 misjudges
+#   riscv64's 6.12 and refuses 16 KiB arm64 kernels; Debian 12's reads no
+#   s390x kernel of 6.10 or later), built from VMDUMP_MAKEDUMPFILE_GIT (a clone) or
 #   a clone of GitHub's (scripts/lib/fixture.sh); --upstream-judge none
 #   (scripts/test.sh: CI reaches no GitHub) runs the checks that need no
 #   makedumpfile instead: every page equal to the vmcore through
@@ -47,7 +48,7 @@ source scripts/lib/judge.sh
 export PYTHONDONTWRITEBYTECODE=1
 
 judge_options kdump-arch-test.sh "$@"
-((${#variants[@]})) || variants=(ppc64el-radix ppc64el-hash arm64 riscv64 arm64-16k-va47 arm64-16k-va52 s390x s390x-trixie)
+((${#variants[@]})) || variants=(ppc64el-radix ppc64el-hash arm64 riscv64 arm64-16k-va47 arm64-16k-va52 s390x s390x-trixie s390x-sid)
 judge_setup kdump-arch-test.sh
 
 # pages_in FILE: the pages a kdump file holds (its 2nd bitmap).
@@ -71,8 +72,9 @@ test_variant() {
     # s390x: no kdump in Debian's kernels; QEMU's dump with the kernel's
     # VMCOREINFO added from the lowcore (docs/s390x.md).
     if [[ $arch == s390x ]]; then
+        # (s390x-SUITE: that suite's kernel, in target/s390x-SUITE)
         make=(scripts/make-s390x-fixture.sh) cache=target/s390x
-        [[ " ${options[*]} " != *" --suite trixie "* ]] || cache+=-trixie
+        [[ $variant != s390x-* ]] || cache+=-${variant#s390x-}
     fi
     "${make[@]}" --name "$name" --zstd-level 1 "${options[@]}" > "$out/$name.fixture.log" 2>&1 ||
         { tail -n 40 "$out/$name.fixture.log" >&2; echo "kdump-arch-test: making $name failed" >&2; return 1; }
@@ -167,6 +169,8 @@ for variant in "${variants[@]}"; do
         # Debian 13's), pinned to a kernel whose package it has.
         s390x-trixie) test_variant s390x '' s390x s390x "$upstream_judge" "$variant" \
             --suite trixie --kernel linux-image-6.12.113+deb13-s390x || status=1 ;;
+        # sid's newest (7.x), judged the same way.
+        s390x-sid) test_variant s390x '' s390x s390x "$upstream_judge" "$variant" --suite sid || status=1 ;;
         *) echo "kdump-arch-test.sh: unknown variant $variant" >&2; exit 2 ;;
     esac
     drop_variant "$variant"

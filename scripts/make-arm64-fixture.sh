@@ -98,7 +98,7 @@ fetch_arm64_kernel() {
     fetch_kernel "$cache" "$kernel_pkg"
     # The kernel's own word on what the fixture must handle.
     grep -E '^CONFIG_(ARM64_PAGE_SHIFT|ARM64_VA_BITS|ARM64_PA_BITS|PGTABLE_LEVELS|RANDOMIZE_BASE|FW_CFG_SYSFS)=' \
-        "$kroot/boot/config-$kver" | tr '\n' ' '
+        "$kconfig" | tr '\n' ' '
     echo
 }
 
@@ -169,7 +169,7 @@ check_and_describe() {
         echo "arm64 vmcore fixture, made by scripts/make-arm64-fixture.sh on $(date -u +%F)"
         echo "kernel: $kernel_pkg $(candidate "$kernel_pkg") ($(vmcoreinfo_value OSRELEASE))"
         echo "kernel config: $(grep -E '^CONFIG_(ARM64_PAGE_SHIFT|ARM64_VA_BITS|ARM64_PA_BITS|PGTABLE_LEVELS|RANDOMIZE_BASE)=' \
-            "$kroot/boot/config-$kver" | tr '\n' ' ')"
+            "$kconfig" | tr '\n' ' ')"
         echo "variant: cpu $cpu, $( ((kaslr)) && echo "KASLR on" || echo nokaslr)"
         echo "busybox-static: $busybox_version"
         echo "qemu: $(qemu-system-aarch64 --version | head -n 1)"

@@ -180,7 +180,7 @@ fetch_guest_kernel() {
 # The kernel's options that matter to kdump and to its page tables.
 kernel_config() {
     grep -E '^CONFIG_(PPC_64K_PAGES|PPC_4K_PAGES|PPC_RADIX_MMU|ARM64_[0-9]+K_PAGES|ARM64_VA_BITS|KEXEC|KEXEC_FILE|CRASH_DUMP|RELOCATABLE|RANDOMIZE_BASE|PGTABLE_LEVELS)=' \
-        "$kroot/boot/config-$kver"
+        "$kconfig"
 }
 
 # Unpacks busybox-static (scripts/lib/fixture.sh) and kexec-tools with the

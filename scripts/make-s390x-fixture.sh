@@ -118,8 +118,8 @@ setup_apt() {
 
 fetch_s390x_kernel() {
     fetch_kernel "$cache" "$kernel_pkg"
-    grep -E "$config_keys" "$kroot/boot/config-$kver" | tr '\n' ' '
-    grep -q '^CONFIG_CRASH_DUMP=y' "$kroot/boot/config-$kver" ||
+    grep -E "$config_keys" "$kconfig" | tr '\n' ' '
+    grep -q '^CONFIG_CRASH_DUMP=y' "$kconfig" ||
         echo "(no CONFIG_CRASH_DUMP: the dump is QEMU's, not a /proc/vmcore)"
 }
 
@@ -207,7 +207,7 @@ check_and_describe() {
         # DAT: the region and segment tables from swapper_pg_dir (docs/s390x.md §5).
         echo "kernel: $kernel_pkg $(candidate "$kernel_pkg") ($(vmcoreinfo_value OSRELEASE)), MMU dat"
         echo "page size: $(vmcoreinfo_value PAGESIZE)"
-        echo "kernel config: $(grep -E "$config_keys" "$kroot/boot/config-$kver" | tr '\n' ' ')"
+        echo "kernel config: $(grep -E "$config_keys" "$kconfig" | tr '\n' ' ')"
         echo "busybox-static: $busybox_version"
         echo "qemu: $(qemu-system-s390x --version | head -n 1)"
         local command="${qemu[*]}"

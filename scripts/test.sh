@@ -60,7 +60,8 @@ scripts/faults.sh 3
 # upstream's makedumpfile judges right (CI cannot build it: the checks
 # that need no judge); s390x, whose Debian kernels have no kdump: QEMU's
 # dump of bookworm's 6.1, judged by Debian's s390x makedumpfile, and of
-# trixie's 6.12 (the checks that need no judge); the Debian packages,
+# trixie's 6.12 and sid's 7.x (the checks that need no judge); the Debian
+# packages,
 # the diversion, the initramfs-tools hook and the dracut module in a
 # debootstrap chroot (1 to 5 minutes).
 if [[ $(id -u) -ne 0 ]]; then

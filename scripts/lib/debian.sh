@@ -20,7 +20,7 @@
 #   unpack DEB DIR              dpkg-deb -x into DIR once
 #   fetch_kernel CACHE [PKG]    the kernel linux-image-ARCH depends on (or
 #                               PKG), with its split packages: sets kernel_pkg,
-#                               kver, kroot, vmlinuz
+#                               kver, kroot, vmlinuz, kconfig
 #   copy_modules KROOT KVER DIR MODULE...
 #                               modules and their dependencies, uncompressed,
 #                               DIR/order in insmod's order
@@ -172,6 +172,11 @@ fetch_kernel() {
         [[ -e $vmlinuz ]] && break
     done
     [[ -n $vmlinuz ]] || die "$kernel_pkg has no boot/vmlinuz-$kver, lib/modules/$kver/vmlinuz or boot/vmlinux-$kver"
+    # (7.x: lib/modules/VERSION/config)
+    for kconfig in "$kroot/boot/config-$kver" "$kroot/lib/modules/$kver/config" ""; do
+        [[ -e $kconfig ]] && break
+    done
+    [[ -n $kconfig ]] || die "$kernel_pkg has no boot/config-$kver or lib/modules/$kver/config"
 }
 
 # A module that the kernel has built in, or no longer has (crc32c_generic
