@@ -132,20 +132,7 @@ boot_and_dump() {
         -drive "if=none,id=data,file=$data_img,format=raw,snapshot=on"
         -device virtio-blk-device,drive=data
         -qmp "unix:$qmp_sock,server=on,wait=off")
-    echo "${qemu[*]}"
-    : > "$log"
-    # timeout(1) as a net: QEMU dies even if this script is killed outright.
-    timeout --kill-after=10 $((qemu_timeout + 300)) "${qemu[@]}" > "$work/qemu.out" 2>&1 &
-    qpid=$!
-    wait_ready ARM64 "$log"
-    # Stopped first, so the dump is one consistent moment.
-    python3 scripts/lib/qmp.py "$qmp_sock" stop \
-        dump-guest-memory "{\"paging\": false, \"protocol\": \"file:$elf\", \"format\": \"elf\"}" \
-        quit | tee "$work/qmp.log"
-    wait "$qpid" || true
-    qpid=
-    cp "$log" "$cache/$fixture.serial.log"
-    chmod 0644 "$elf"
+    dump_guest ARM64 "$elf"
 }
 
 # ---- checks and info ---------------------------------------------------------------
@@ -231,9 +218,7 @@ main() {
         step reference make_arm64_reference
         if ((install_expected)); then install_reference "tests/fixtures/arm64/expected/$fixture"; fi
     fi
-    echo "== timings"
-    printf '%s\n' "${timings[@]}" "$(printf '%-10s %4d s' total $((SECONDS - start)))" |
-        tee -a "$cache/$fixture.info"
+    print_timings "$start"
 }
 
 main

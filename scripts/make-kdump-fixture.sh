@@ -363,9 +363,7 @@ main() {
         step reference reference_of_vmcore
         if ((install_expected)); then install_reference "tests/fixtures/kdump/expected/$fixture"; fi
     fi
-    echo "== timings"
-    printf '%s\n' "${timings[@]}" "$(printf '%-10s %4d s' total $((SECONDS - start)))" |
-        tee -a "$cache/$fixture.info"
+    print_timings "$start"
 }
 
 main

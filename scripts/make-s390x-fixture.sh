@@ -160,18 +160,7 @@ boot_and_dump() {
         -drive "if=none,id=data,file=$data_img,format=raw,snapshot=on"
         -device virtio-blk-ccw,drive=data
         -qmp "unix:$qmp_sock,server=on,wait=off")
-    echo "${qemu[*]}"
-    : > "$log"
-    timeout --kill-after=10 $((qemu_timeout + 300)) "${qemu[@]}" > "$work/qemu.out" 2>&1 &
-    qpid=$!
-    wait_ready S390X "$log"
-    python3 scripts/lib/qmp.py "$qmp_sock" stop \
-        dump-guest-memory "{\"paging\": false, \"protocol\": \"file:$qemu_elf\", \"format\": \"elf\"}" \
-        quit | tee "$work/qmp.log"
-    wait "$qpid" || true
-    qpid=
-    cp "$log" "$cache/$fixture.serial.log"
-    chmod 0644 "$qemu_elf"
+    dump_guest S390X "$qemu_elf"
 }
 
 # ---- the VMCOREINFO note, checks and info -------------------------------------------
@@ -264,9 +253,7 @@ main() {
         step reference make_s390x_reference
         if ((install_expected)); then install_reference "tests/fixtures/s390x/expected/$fixture"; fi
     fi
-    echo "== timings"
-    printf '%s\n' "${timings[@]}" "$(printf '%-10s %4d s' total $((SECONDS - start)))" |
-        tee -a "$cache/$fixture.info"
+    print_timings "$start"
 }
 
 main

@@ -277,6 +277,36 @@ wait_ready() {
     done
 }
 
+# dump_guest PREFIX ELF: runs "${qemu[@]}" (its -serial file:$work/serial.log,
+# its -qmp unix:$work/qmp.sock) in the background, waits for PREFIX: READY
+# (wait_ready), then stops the VM, so the dump is one consistent moment,
+# has QEMU write its memory as an ELF core into ELF over QMP, and quits.
+# The serial log is kept as $cache/$fixture.serial.log.
+dump_guest() {
+    local prefix=$1 elf=$2 log=$work/serial.log
+    echo "${qemu[*]}"
+    : > "$log"
+    # timeout(1) as a net: QEMU dies even if this script is killed outright.
+    timeout --kill-after=10 $((qemu_timeout + 300)) "${qemu[@]}" > "$work/qemu.out" 2>&1 &
+    qpid=$!
+    wait_ready "$prefix" "$log"
+    python3 scripts/lib/qmp.py "$work/qmp.sock" stop \
+        dump-guest-memory "{\"paging\": false, \"protocol\": \"file:$elf\", \"format\": \"elf\"}" \
+        quit | tee "$work/qmp.log"
+    wait "$qpid" || true
+    qpid=
+    cp "$log" "$cache/$fixture.serial.log"
+    chmod 0644 "$elf"
+}
+
+# print_timings START: each step's seconds and the total since START, also
+# added to the fixture's info file.
+print_timings() {
+    echo "== timings"
+    printf '%s\n' "${timings[@]}" "$(printf '%-10s %4d s' total $((SECONDS - $1)))" |
+        tee -a "$cache/$fixture.info"
+}
+
 # ---- the reference ------------------------------------------------------------------
 # run_makedumpfile NAME ARGS...: runs it in the reference folder (relative
 # names, so the reports name no host path), stdout and stderr kept apart,
