@@ -45,6 +45,15 @@ impl Machine {
     /// The names of [`Machine::ALL`], for messages.
     pub const SUPPORTED: &'static str = "x86_64 (e_machine 62), aarch64 (183, little-endian), ppc64le (21, little-endian), riscv64 (243), s390x (22, big-endian)";
 
+    /// The page size Linux always uses on the machine, where it has only
+    /// one (x86_64, riscv64, s390x: 4 KiB); arm64 and ppc64 have several.
+    pub fn fixed_page_size(self) -> Option<u64> {
+        match self {
+            Machine::X86_64 | Machine::Riscv64 | Machine::S390x => Some(4096),
+            Machine::Aarch64 | Machine::Ppc64le => None,
+        }
+    }
+
     /// The machine of an ELF vmcore; `None` for others, and for a byte
     /// order the machine's Linux does not use here (big-endian arm64).
     pub fn from_elf(e_machine: u16, endian: Endian) -> Option<Machine> {

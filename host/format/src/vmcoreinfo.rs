@@ -11,6 +11,9 @@ use std::collections::HashMap;
 
 use crate::FormatError;
 
+mod salvage;
+pub use salvage::Damage;
+
 /// Parsed VMCOREINFO text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VmcoreInfo {

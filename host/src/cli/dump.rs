@@ -73,8 +73,18 @@ pub struct DumpArgs {
     /// bits it allows (and say so) instead of stopping.
     #[arg(long)]
     pub allow_lower_level: bool,
+    /// Dump even when VMCOREINFO is damaged (a line that is not KEY=value,
+    /// a value its key cannot have): each damaged line is named and left
+    /// out, as if the kernel had not exported it (with
+    /// --allow-lower-level, the level is lowered as for a missing key), a
+    /// value the machine fixes (x86_64's page size) is taken from the
+    /// machine, and the dump carries the repaired text. makedumpfile mode
+    /// always does.
+    #[arg(long)]
+    pub salvage_vmcoreinfo: bool,
     /// makedumpfile's `--message-level` bits (makedumpfile mode only): 1
-    /// progress, 2 common messages, 16 the report; unset = vmdump's own output.
+    /// progress, 2 common messages, 8 debug (VMCOREINFO on stderr), 16 the
+    /// report; unset = vmdump's own output.
     #[arg(skip)]
     pub message_level: Option<u8>,
     /// Write the dump as N kdump files, OUTPUT.1 to OUTPUT.N, each holding
@@ -106,6 +116,12 @@ impl DumpArgs {
     /// built-in one) with this command line's overrides.
     pub(super) fn profile(&self) -> anyhow::Result<Profile> {
         self.apply_to(ProfileSource::of_process(self.profile.as_deref()).load()?)
+    }
+
+    /// How the input is opened: `--salvage-vmcoreinfo`, and VMCOREINFO
+    /// printed at makedumpfile's debug message level.
+    pub(super) fn opening(&self) -> super::Opening {
+        super::Opening::asked(self.salvage_vmcoreinfo, self.message_level)
     }
 
     /// `profile` with this command line's overrides.
@@ -145,12 +161,18 @@ pub(super) fn create_output(path: &Path, force: bool) -> anyhow::Result<File> {
 
 /// Writes a small file whole (a kernel log, the kernel's BTF, a triage),
 /// mode 0600 as the dump it comes from (it holds secrets too), encrypted
-/// to `recipients` when there are any, replacing the file if it exists (as
-/// `-f` would: a symbolic link only to a regular file of this user).
+/// to `recipients` when there are any; an existing file is replaced only
+/// when `force`, as a dump's (a symbolic link only to a regular file of
+/// this user).
 ///
 /// # Errors
-/// The file cannot be created or written.
-pub(super) fn write_whole_file(path: &Path, bytes: &[u8], recipients: &Recipients) -> anyhow::Result<()> {
+/// The file exists (without `force`), or cannot be created or written.
+pub(super) fn write_whole_file(
+    path: &Path,
+    bytes: &[u8],
+    recipients: &Recipients,
+    force: bool,
+) -> anyhow::Result<()> {
     use std::io::Write;
     let encrypted;
     let bytes = if recipients.is_empty() {
@@ -159,7 +181,7 @@ pub(super) fn write_whole_file(path: &Path, bytes: &[u8], recipients: &Recipient
         encrypted = recipients.encrypt(bytes)?;
         &encrypted
     };
-    create_output(path, true)?.write_all(bytes).with_context(|| format!("writing {}", path.display()))
+    create_output(path, force)?.write_all(bytes).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Makes the directory `dir` (and its parents) mode 0700 where missing.
@@ -352,7 +374,7 @@ pub fn run_with(
     let registry = registry_for(profile, args.elf, plugin_dirs);
     let modules = Modules::new(registry.search_path.clone());
     let inputs = [std::slice::from_ref(&args.input), pieces].concat();
-    let input = crate::input::open(&inputs, &modules)?;
+    let input = super::open_input(&inputs, &modules, args.opening())?;
     let mut notes = Vec::new();
     let kernel = open_kernel(input.as_ref(), &mut notes);
     notes.drain(..).for_each(|note| eprintln!("vmdump: warning: {note}"));

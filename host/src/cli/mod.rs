@@ -19,9 +19,13 @@ mod synth;
 pub mod triage;
 mod verify;
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+
+use crate::input::{Input, VmcoreinfoPolicy};
+use crate::read::Modules;
 
 /// vmdump: crash dumps of Linux kernels, fast and small, with plugins.
 #[derive(Debug, Parser)]
@@ -121,4 +125,49 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
             verify::run(&args, &cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success)
         }
     }
+}
+
+/// How a command opens its input.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Opening {
+    /// What to do with a damaged VMCOREINFO.
+    pub policy: VmcoreinfoPolicy,
+    /// Print VMCOREINFO on stderr, as makedumpfile does at its debug
+    /// message level (bit 8): SUSE's kdump reads `CRASHTIME=` and
+    /// `OSRELEASE=` from there.
+    pub print_vmcoreinfo: bool,
+}
+
+impl Opening {
+    /// As asked: `salvage` a damaged VMCOREINFO, print it at the debug bit
+    /// of makedumpfile's `message_level`.
+    pub(crate) fn asked(salvage: bool, message_level: Option<u8>) -> Self {
+        let policy = if salvage { VmcoreinfoPolicy::Salvage } else { VmcoreinfoPolicy::Strict };
+        Opening { policy, print_vmcoreinfo: message_level.is_some_and(|level| level & 8 != 0) }
+    }
+}
+
+/// Opens `paths` as [`crate::input::open_with`] does, then names each
+/// damaged VMCOREINFO line on stderr and prints VMCOREINFO when asked.
+///
+/// # Errors
+/// As [`crate::input::open_with`].
+pub(crate) fn open_input<'m>(
+    paths: &[PathBuf],
+    modules: &'m Modules,
+    opening: Opening,
+) -> anyhow::Result<Box<dyn Input + 'm>> {
+    let input = crate::input::open_with(paths, modules, opening.policy)?;
+    for damage in input.vmcoreinfo_damage() {
+        eprintln!("vmdump: warning: {}: {damage}", input.path().display());
+    }
+    if opening.print_vmcoreinfo
+        && let Some(info) = input.vmcoreinfo()
+    {
+        // makedumpfile's layout: a title, then each line indented by two.
+        let mut text = String::from("VMCOREINFO   :\n");
+        info.text().lines().filter(|l| !l.is_empty()).for_each(|line| text += &format!("  {line}\n"));
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    }
+    Ok(input)
 }

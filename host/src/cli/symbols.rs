@@ -30,6 +30,9 @@ pub struct SymbolsArgs {
     /// it: DIR/vmlinux, and a file for each module with BTF.
     #[arg(long, value_name = "DIR")]
     pub btf: Option<PathBuf>,
+    /// Overwrite the files of --btf DIR that exist (as `vmdump dump -f`).
+    #[arg(short = 'f', long)]
+    pub force: bool,
 }
 
 /// Runs `vmdump symbols`.
@@ -45,7 +48,7 @@ pub fn run(args: &SymbolsArgs, plugin_dirs: &[PathBuf], out: &mut dyn Write) -> 
     let kernel =
         KernelView::open(input.as_ref()).with_context(context)?.context("the input has no VMCOREINFO")?;
     if let Some(dir) = &args.btf {
-        write_btf(&kernel, dir).with_context(context)?;
+        write_btf(&kernel, dir, args.force).with_context(context)?;
     }
     if args.names.is_empty() {
         if args.btf.is_none() {
@@ -96,13 +99,13 @@ fn list_all(kernel: &KernelView<'_>, out: &mut dyn Write) -> anyhow::Result<()> 
 }
 
 /// The kernel's BTF and each module's, into `dir` (made if missing).
-fn write_btf(kernel: &KernelView<'_>, dir: &Path) -> anyhow::Result<()> {
+fn write_btf(kernel: &KernelView<'_>, dir: &Path, force: bool) -> anyhow::Result<()> {
     let types = kernel.types().map_err(map_error)?;
     super::dump::create_private_dir(dir)?;
-    super::dump::write_whole_file(&dir.join("vmlinux"), types.vmlinux().bytes(), &Recipients::none())?;
+    super::dump::write_whole_file(&dir.join("vmlinux"), types.vmlinux().bytes(), &Recipients::none(), force)?;
     for module in kernel.modules().map_err(map_error)?.iter().filter(|m| m.btf_range().is_some()) {
         let btf = types.read_module(kernel.memory(), module).map_err(|e| anyhow::anyhow!("{e}"))?;
-        super::dump::write_whole_file(&dir.join(&module.name), btf.bytes(), &Recipients::none())?;
+        super::dump::write_whole_file(&dir.join(&module.name), btf.bytes(), &Recipients::none(), force)?;
     }
     Ok(())
 }

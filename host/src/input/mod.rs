@@ -20,7 +20,8 @@ use std::sync::Arc;
 
 use vmdump_format::elf::{ElfVmcore, Endian, LoadSegment, Notes};
 use vmdump_format::phys::PhysMap;
-use vmdump_format::vmcoreinfo::VmcoreInfo;
+use vmdump_format::machine::Machine;
+use vmdump_format::vmcoreinfo::{Damage, VmcoreInfo};
 use vmdump_format::{FormatError, ReadAt};
 
 use crate::exclude::MetadataFilter;
@@ -58,6 +59,11 @@ pub trait Input: PhysRead + Sync {
     fn earlier(&self) -> Option<(&dyn MetadataFilter, DumpLevel)> {
         None
     }
+    /// The damaged VMCOREINFO lines that were left out or replaced when
+    /// it was opened with [`VmcoreinfoPolicy::Salvage`].
+    fn vmcoreinfo_damage(&self) -> &[Damage] {
+        &[]
+    }
     /// What an earlier erase filter overwrote (a dump's eraseinfo, an ELF
     /// dump's ERASEINFO note); empty for a vmcore.
     ///
@@ -71,6 +77,20 @@ pub trait Input: PhysRead + Sync {
     fn page_source(&self, mode: ReadMode, sparse: bool) -> Box<dyn PageSource + '_>;
 }
 
+/// What to do with a damaged VMCOREINFO note (a line that is not
+/// `KEY=value`, a value its key cannot have).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VmcoreinfoPolicy {
+    /// Refuse the input, naming the line.
+    #[default]
+    Strict,
+    /// Leave the damaged lines out, as if the kernel had not exported
+    /// them, take the values the machine fixes from the machine, and carry
+    /// the repaired text into the dump ([`VmcoreInfo::salvage`]; ELF
+    /// vmcores): a capture kernel must not lose the dump to it.
+    Salvage,
+}
+
 /// Opens `paths` (one file, or the pieces of a split dump) as an input,
 /// by what its first bytes say: an ELF vmcore, else a kdump-compressed dump
 /// (plain or flattened), whose pages `modules` decompress.
@@ -78,10 +98,22 @@ pub trait Input: PhysRead + Sync {
 /// # Errors
 /// The file cannot be opened or is neither, with its name and the reason.
 pub fn open<'m>(paths: &[PathBuf], modules: &'m Modules) -> anyhow::Result<Box<dyn Input + 'm>> {
+    open_with(paths, modules, VmcoreinfoPolicy::Strict)
+}
+
+/// [`open`], with `policy` for a damaged VMCOREINFO.
+///
+/// # Errors
+/// As [`open`].
+pub fn open_with<'m>(
+    paths: &[PathBuf],
+    modules: &'m Modules,
+    policy: VmcoreinfoPolicy,
+) -> anyhow::Result<Box<dyn Input + 'm>> {
     let [first, rest @ ..] = paths else { anyhow::bail!("no input file given") };
     paths.iter().try_for_each(|path| crate::crypt::refuse_encrypted(path))?;
     if rest.is_empty() && is_elf(first)? {
-        return Ok(Box::new(Vmcore::open(first)?));
+        return Ok(Box::new(Vmcore::open_with(first, policy)?));
     }
     Ok(Box::new(KdumpInput::open(paths, modules)?))
 }
@@ -172,6 +204,8 @@ pub struct Vmcore {
     elf: ElfVmcore,
     phys: PhysMap,
     info: Option<VmcoreInfo>,
+    /// What [`VmcoreinfoPolicy::Salvage`] left out or replaced.
+    damage: Vec<Damage>,
     page_size: u64,
     /// The running system's `/proc/kcore`.
     live: bool,
@@ -184,6 +218,14 @@ impl Vmcore {
     /// # Errors
     /// [`InputError`] naming the file and, for format errors, the offset.
     pub fn open(path: &Path) -> Result<Self, InputError> {
+        Self::open_with(path, VmcoreinfoPolicy::Strict)
+    }
+
+    /// [`Vmcore::open`], with `policy` for a damaged VMCOREINFO.
+    ///
+    /// # Errors
+    /// As [`Vmcore::open`].
+    pub fn open_with(path: &Path, policy: VmcoreinfoPolicy) -> Result<Self, InputError> {
         let live = is_live(path);
         let file = open_file(path)?;
         let format = |cause| InputError::Format { path: path.into(), cause };
@@ -195,7 +237,10 @@ impl Vmcore {
         // QEMU's dump of an s390x guest has no VMCOREINFO note: the kernel's,
         // found through the lowcore, is added (and so written to the dump).
         lowcore::add_vmcoreinfo(&file, &mut elf);
-        let info = elf.vmcoreinfo().map_err(format)?;
+        let (info, damage) = match policy {
+            VmcoreinfoPolicy::Strict => (elf.vmcoreinfo().map_err(format)?, Vec::new()),
+            VmcoreinfoPolicy::Salvage => salvage_vmcoreinfo(&mut elf).map_err(format)?,
+        };
         if live && info.is_none() {
             return Err(InputError::LiveWithoutVmcoreinfo { path: path.into() });
         }
@@ -205,7 +250,7 @@ impl Vmcore {
             phys = phys.without(&live::crash_kernel_pfns(page_size));
         }
         let size = file.size();
-        Ok(Self { path: path.into(), file: Arc::new(file), size, elf, phys, info, page_size, live })
+        Ok(Self { path: path.into(), file: Arc::new(file), size, elf, phys, info, damage, page_size, live })
     }
 
     /// The open file.
@@ -253,6 +298,10 @@ impl Input for Vmcore {
         self.info.as_ref()
     }
 
+    fn vmcoreinfo_damage(&self) -> &[Damage] {
+        &self.damage
+    }
+
     fn machine(&self) -> (u16, Endian) {
         (self.elf.machine, self.elf.endian)
     }
@@ -264,6 +313,23 @@ impl Input for Vmcore {
     fn page_source(&self, mode: ReadMode, sparse: bool) -> Box<dyn PageSource + '_> {
         Box::new(ElfPages::new(self, mode, sparse))
     }
+}
+
+/// The VMCOREINFO of `elf`, its damaged lines left out and the values its
+/// machine fixes taken from the machine; when anything was, the note of
+/// `elf` now holds the repaired text, which the dump then carries (its
+/// readers refuse or crash on what was damaged: libkdumpfile on a
+/// `PAGESIZE` of 4095).
+fn salvage_vmcoreinfo(elf: &mut ElfVmcore) -> Result<(Option<VmcoreInfo>, Vec<Damage>), FormatError> {
+    let Some(bytes) = elf.notes.vmcoreinfo_bytes() else { return Ok((None, Vec::new())) };
+    let page_size = Machine::from_elf(elf.machine, elf.endian).and_then(Machine::fixed_page_size);
+    let page_size = page_size.map(|size| size.to_string());
+    let fixed: Vec<(&str, &str)> = page_size.iter().map(|size| ("PAGESIZE", size.as_str())).collect();
+    let (info, damage) = VmcoreInfo::salvage(bytes, &fixed);
+    if !damage.is_empty() {
+        elf.notes = Notes::from_bytes(elf.notes.with_vmcoreinfo(info.text().as_bytes()), elf.endian)?;
+    }
+    Ok((Some(info), damage))
 }
 
 /// Physical reads for address translation: page-bounded, zero-filled where

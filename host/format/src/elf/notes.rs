@@ -117,15 +117,34 @@ impl Notes {
         let mut bytes = Vec::with_capacity(self.bytes.len() + eraseinfo.len() + 24);
         for note in self.iter().flatten() {
             if note.name != NOTE_NAME_ERASEINFO {
-                let end = (note.desc_offset + note.desc.len()).div_ceil(4) * 4;
-                bytes.extend_from_slice(&self.bytes[note.header_offset..end.min(self.bytes.len())]);
-                bytes.resize(bytes.len().div_ceil(4) * 4, 0);
+                self.copy_note(&note, &mut bytes);
             }
         }
         if !eraseinfo.is_empty() {
             bytes.extend(super::write::note(self.endian, NOTE_NAME_ERASEINFO, 0, eraseinfo));
         }
         bytes
+    }
+
+    /// The payload with the VMCOREINFO note's text replaced by `text`
+    /// (a repaired one: `VmcoreInfo::salvage`), every other note as it is.
+    pub fn with_vmcoreinfo(&self, text: &[u8]) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.bytes.len() + text.len());
+        for note in self.iter().flatten() {
+            if Some(note.desc_offset) == self.vmcoreinfo.as_ref().map(|r| r.start) {
+                bytes.extend(super::write::note(self.endian, NOTE_NAME_VMCOREINFO, 0, text));
+            } else {
+                self.copy_note(&note, &mut bytes);
+            }
+        }
+        bytes
+    }
+
+    /// Appends `note` as it is in the payload, padded to 4 bytes.
+    fn copy_note(&self, note: &Note<'_>, bytes: &mut Vec<u8>) {
+        let end = (note.desc_offset + note.desc.len()).div_ceil(4) * 4;
+        bytes.extend_from_slice(&self.bytes[note.header_offset..end.min(self.bytes.len())]);
+        bytes.resize(bytes.len().div_ceil(4) * 4, 0);
     }
 
     /// Length of the payload in bytes (the source `size_note`, §1.5).

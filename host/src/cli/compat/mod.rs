@@ -32,8 +32,8 @@ pub enum Request {
     Rearrange(PathBuf, bool),
     /// `--reassemble DUMPFILE1 DUMPFILE2 ... DUMPFILE`: the pieces, then the output.
     Reassemble(Vec<PathBuf>),
-    /// `--dump-dmesg VMCORE LOGFILE`: the kernel log, and the message level.
-    Dmesg(PathBuf, PathBuf, u8),
+    /// `--dump-dmesg VMCORE LOGFILE`, or `-F --dump-dmesg VMCORE`: the kernel log.
+    Dmesg(DmesgRequest),
     /// `-v`.
     Version,
     /// `-h`.
@@ -44,6 +44,19 @@ pub enum Request {
     MemUsage(PathBuf),
     /// `--check-params`: this request, checked but not carried out.
     Check(Box<Request>),
+}
+
+/// `--dump-dmesg`: where the log of which vmcore goes.
+#[derive(Debug)]
+pub struct DmesgRequest {
+    /// VMCORE.
+    pub input: PathBuf,
+    /// LOGFILE; `None` for stdout (`-F`, as SUSE's kdump saves the log).
+    pub log: Option<PathBuf>,
+    /// `--message-level`.
+    pub message_level: u8,
+    /// `-f`: LOGFILE may be replaced.
+    pub force: bool,
 }
 
 /// The options of one command line, as given (the files in order).
@@ -151,12 +164,21 @@ impl Given {
             return Ok(Request::MemUsage(input.clone()));
         }
         if self.dmesg {
-            let [input, log] = self.files.as_slice() else {
-                bail!("usage: makedumpfile --dump-dmesg VMCORE LOGFILE")
-            };
-            return Ok(Request::Dmesg(input.clone(), log.clone(), self.message_level.unwrap_or(7)));
+            return self.dmesg_request();
         }
         dump_request(self, profile)
+    }
+
+    /// `--dump-dmesg VMCORE LOGFILE`, or with `-F` the log on stdout.
+    fn dmesg_request(self) -> anyhow::Result<Request> {
+        let (input, log) = match (self.flattened, self.files.as_slice()) {
+            (false, [input, log]) => (input.clone(), Some(log.clone())),
+            (true, [input]) => (input.clone(), None),
+            (true, _) => bail!("usage: makedumpfile -F --dump-dmesg VMCORE (the log goes to stdout)"),
+            (false, _) => bail!("usage: makedumpfile --dump-dmesg VMCORE LOGFILE"),
+        };
+        let message_level = self.message_level.unwrap_or(7);
+        Ok(Request::Dmesg(DmesgRequest { input, log, message_level, force: self.force }))
     }
 }
 
@@ -248,6 +270,9 @@ fn dump_request(given: Given, profile: Option<(&Path, &Profile)>) -> anyhow::Res
         // status. A level that cannot be honoured in full is lowered to the
         // bits that can, with a warning naming them (`plan::decide_level`).
         allow_lower_level: true,
+        // Nor to a damaged VMCOREINFO: its damaged lines are named and
+        // left out, and the level lowered as for a missing key.
+        salvage_vmcoreinfo: true,
         ..DumpArgs::default()
     };
     if given.split {
@@ -331,13 +356,8 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
             print!("{}", super::mem_usage::mem_usage(&input, &profile, plugin_dirs)?.table());
             Ok(Outcome::Success)
         }
-        Request::Dmesg(input, log, message_level) => {
-            let text = super::dmesg::kernel_log(&input, &[], plugin_dirs)?;
-            super::dump::write_whole_file(&log, &text, &profile.recipients()?)?;
-            if message_level & 2 != 0 {
-                // makedumpfile's common messages, on stdout.
-                println!("\nThe dmesg log is saved to {}.\n\nmakedumpfile Completed.", log.display());
-            }
+        Request::Dmesg(dmesg) => {
+            write_dmesg(&dmesg, &profile, plugin_dirs)?;
             Ok(Outcome::Success)
         }
         Request::Version => {
@@ -352,6 +372,23 @@ pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> 
             Ok(Outcome::Success)
         }
     }
+}
+
+/// `--dump-dmesg`: the log of a VMCORE whose VMCOREINFO may be damaged,
+/// printed at the debug message level, into LOGFILE or onto stdout, then
+/// makedumpfile's common messages (on stderr when stdout holds the log).
+fn write_dmesg(dmesg: &DmesgRequest, profile: &Profile, plugin_dirs: &[PathBuf]) -> anyhow::Result<()> {
+    let opening = super::Opening::asked(true, Some(dmesg.message_level));
+    let text = super::dmesg::kernel_log(&dmesg.input, &[], plugin_dirs, opening)?;
+    super::dmesg::write_log(&text, dmesg.log.as_deref(), &profile.recipients()?, dmesg.force)?;
+    if dmesg.message_level & 2 != 0 {
+        let done = "makedumpfile Completed.";
+        match &dmesg.log {
+            Some(log) => println!("\nThe dmesg log is saved to {}.\n\n{done}", log.display()),
+            None => eprintln!("\nThe dmesg log is saved to STDOUT.\n\n{done}"),
+        }
+    }
+    Ok(())
 }
 
 /// The exit status of makedumpfile's callers for a dump: a complete one is
@@ -415,7 +452,7 @@ fn write_triage(dump: &DumpArgs, profile: &Profile, plugin_dirs: &[PathBuf]) {
         .and_then(|t| Ok(serde_json::to_string_pretty(&t)? + "\n"))
         .and_then(|json| {
             let recipients = profile.recipients()?;
-            super::dump::write_whole_file(Path::new(&path), json.as_bytes(), &recipients)
+            super::dump::write_whole_file(Path::new(&path), json.as_bytes(), &recipients, dump.force)
         });
     if let Err(e) = written {
         eprintln!("vmdump: warning: the triage beside the dump was not written: {e:#}");
