@@ -20,6 +20,7 @@
 # Runs as root on Debian 12; installs dpkg-dev (dpkg-shlibdeps, strip) when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/crates.sh # workspace_version, linked_crates
 
 OUT=target/debian
 install_args=() lintian=0
@@ -57,12 +58,6 @@ ensure_tools() {
     [[ -e /usr/include/isa-l/igzip_lib.h ]] || apt_install libisal-dev
 }
 
-# The version of the workspace ([workspace.package] in Cargo.toml).
-workspace_version() {
-    awk '/^\[/ { in_ws = ($0 == "[workspace.package]") }
-         in_ws && /^version *=/ { gsub(/.*= *"|".*/, ""); print; exit }' Cargo.toml
-}
-
 # Run install.sh into the staging tree of the package vmdump, with the
 # distribution's directories whatever the environment says.
 stage() {
@@ -85,22 +80,12 @@ binary_licence() {
         sed -n 's/^licence of this binary: //; T; s/ (.*//; p'
 }
 
-# The crates linked into the binary and the plugins, as "name version|licence".
-linked_crates() {
-    local features=()
-    [[ " ${install_args[*]} " == *" --no-lzo "* ]] && features=(--no-default-features)
-    { cargo tree --locked --offline -p vmdump "${features[@]}" -e normal,no-proc-macro --prefix none -f '{p}|{l}'
-      cargo tree --locked --offline -p vmdump-compress-c-zlib -p vmdump-filter-pfn-ranges -p vmdump-filter-pattern \
-          -p vmdump-filter-erase -p vmdump-filter-keep-tasks -p vmdump-filter-c-drop-tasks \
-          -e normal,no-proc-macro --prefix none -f '{p}|{l}'
-    } | sed '/^$/d; s/ (\*)$//; s/^\([^ ]*\) v\([^ |]*\)[^|]*|/\1 \2|/' | sort -u
-}
-
 write_copyright() {
-    local file=$1 licence=$2 crate crates years
+    local file=$1 licence=$2 crate crates years no_lzo=()
+    [[ " ${install_args[*]} " == *" --no-lzo "* ]] && no_lzo=(--no-lzo)
     # First, so that a failing cargo tree stops the build (set -e does not see
     # into a process substitution).
-    crates=$(linked_crates)
+    crates=$(linked_crates "${no_lzo[@]}")
     years=$(git log --reverse --format=%ad --date=format:%Y | sed -n '1p;$p' | uniq | paste -sd-)
     {
         cat <<EOF

@@ -63,9 +63,9 @@ scripts/faults.sh 3
 # trixie's 6.12 and sid's 7.x (the checks that need no judge); the Debian
 # packages,
 # the diversion, the initramfs-tools hook and the dracut module in a
-# debootstrap chroot (1 to 5 minutes).
+# debootstrap chroot (1 to 5 minutes); the RPM packages.
 if [[ $(id -u) -ne 0 ]]; then
-    echo "error: scripts/capture-test.sh, arm64-test.sh, kdump-arch-test.sh and test-packages.sh need root: run scripts/test.sh as root" >&2
+    echo "error: scripts/capture-test.sh, arm64-test.sh, kdump-arch-test.sh, test-packages.sh and test-rpm.sh need root: run scripts/test.sh as root" >&2
     exit 1
 fi
 free_space capture-test; scripts/capture-test.sh
@@ -73,4 +73,8 @@ free_space "capture-test --suite newest"; scripts/capture-test.sh --suite newest
 free_space arm64-test; scripts/arm64-test.sh
 free_space kdump-arch-test; scripts/kdump-arch-test.sh --upstream-judge none
 free_space test-packages; scripts/test-packages.sh --no-build
+# The RPM packages for Fedora, RHEL and SUSE: rpmlint, and dnf swap both
+# ways against stand-ins of makedumpfile and kdump-utils in a scratch
+# installroot (half a minute).
+free_space test-rpm; scripts/test-rpm.sh --no-build
 free_space "the end"
