@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use vmdump_format::elf::{ElfVmcore, Endian, LoadSegment, Notes};
-use vmdump_format::phys::PhysMap;
 use vmdump_format::machine::Machine;
+use vmdump_format::phys::PhysMap;
 use vmdump_format::vmcoreinfo::{Damage, VmcoreInfo};
 use vmdump_format::{FormatError, ReadAt};
 

@@ -268,6 +268,22 @@ mod tests {
     }
 
     #[test]
+    fn the_vmcoreinfo_text_is_replaced_and_every_other_note_kept() {
+        for e in [Endian::Little, Endian::Big] {
+            let cpu = note(e, b"CORE", NT_PRSTATUS, &[1u8; 336]);
+            let mut b = cpu.clone();
+            b.extend(note(e, b"VMCOREINFO", 0, b"PAGESIZE=4095\nOFFSET(page.flags)80\n\0\0\0"));
+            b.extend(note(e, b"QEMU", 0, &[3u8; 7]));
+            let replaced = Notes::from_bytes(b, e).unwrap().with_vmcoreinfo(b"PAGESIZE=4096\n");
+            let n = Notes::from_bytes(replaced.clone(), e).unwrap();
+            assert_eq!(n.vmcoreinfo_bytes().unwrap(), b"PAGESIZE=4096\n");
+            assert_eq!(n.nr_cpus, 1);
+            assert_eq!(&replaced[..cpu.len()], &cpu[..]);
+            assert_eq!(n.iter().map(|x| x.unwrap().name.to_vec()).last().unwrap(), b"QEMU");
+        }
+    }
+
+    #[test]
     fn oversized_descriptor_is_an_error_not_a_panic() {
         let e = Endian::Little;
         let mut b = note(e, b"CORE", NT_PRSTATUS, &[0u8; 8]);

@@ -467,7 +467,8 @@ pub fn help_text() -> String {
          makedumpfile -R DUMPFILE < FLATTENED\n       \
          makedumpfile --split [OPTION]... VMCORE DUMPFILE1 DUMPFILE2 [...]\n       \
          makedumpfile --reassemble DUMPFILE1 DUMPFILE2 [...] DUMPFILE\n       \
-         makedumpfile --dump-dmesg VMCORE LOGFILE\n\
+         makedumpfile --dump-dmesg VMCORE LOGFILE\n       \
+         makedumpfile -F --dump-dmesg VMCORE > LOGFILE\n\
          vmdump's makedumpfile mode: makedumpfile's options, with its meaning:\n",
     );
     for option in OPTIONS {

@@ -66,8 +66,12 @@ pub const OPTIONS: &[OptionSpec] = &[
     ),
     honoured("-L", Some("SIZE"), "stop the dump at SIZE bytes: an incomplete dump"),
     honoured("-E", None, "write an ELF core instead of the kdump-compressed format"),
-    honoured("-f", None, "overwrite an existing DUMPFILE"),
-    honoured("-F", None, "write the flattened format to stdout (may be repeated)"),
+    honoured("-f", None, "overwrite an existing DUMPFILE or LOGFILE"),
+    honoured(
+        "-F",
+        None,
+        "write the flattened format (with --dump-dmesg, the log) to stdout (may be repeated)",
+    ),
     honoured("-R", None, "rearrange a flattened stream from stdin into DUMPFILE"),
     honoured("--split", None, "write the dump as several DUMPFILEs side by side"),
     honoured("--reassemble", None, "join the DUMPFILEs of --split into one"),
@@ -77,11 +81,11 @@ pub const OPTIONS: &[OptionSpec] = &[
     honoured(
         "--message-level",
         Some("0-31"),
-        "what to print: 1 progress, 2 common messages, 4 errors, 8 debug, 16 the report",
+        "what to print: 1 progress, 2 common messages, 4 errors, 8 debug (VMCOREINFO on stderr), 16 the report",
     ),
     honoured("--show-stats", None, "print the report (message level bit 16)"),
     honoured("-D", None, "print every message"),
-    honoured("--dump-dmesg", None, "write the kernel log of VMCORE to LOGFILE"),
+    honoured("--dump-dmesg", None, "write the kernel log of VMCORE to LOGFILE (with -F, to stdout)"),
     honoured(
         "--check-params",
         None,

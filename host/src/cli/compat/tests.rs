@@ -121,6 +121,24 @@ fn every_honoured_option_sets_what_makedumpfile_means() {
     assert_eq!(dump_args("--message-level 22 -l in out").message_level, Some(22));
     assert_eq!(dump_args("--message-level 6 --show-stats in out").message_level, Some(22));
     assert_eq!(dump_args("-D in out").message_level, Some(31));
+    assert!(dump_args("in out").salvage_vmcoreinfo, "a damaged VMCOREINFO never costs the dump");
+}
+
+#[test]
+fn dump_dmesg_writes_a_new_logfile_or_with_f_to_stdout() {
+    let dmesg = |text: &str| match parse(&args(text)) {
+        Ok(Request::Dmesg(d)) => d,
+        other => panic!("{text}: {other:?}"),
+    };
+    // SUSE's kdump-save: makedumpfile -F --message-level 8 --dump-dmesg /proc/vmcore > FIFO
+    let suse = dmesg("-F --message-level 8 --dump-dmesg in");
+    assert_eq!((suse.log, suse.message_level, suse.force), (None, 8, false));
+    let file = dmesg("--dump-dmesg in log");
+    assert_eq!((file.log.as_deref(), file.message_level), (Some(std::path::Path::new("log")), 7));
+    assert!(dmesg("-f --dump-dmesg in log").force);
+    for wrong in ["-F --dump-dmesg in log", "--dump-dmesg in", "-F --dump-dmesg"] {
+        assert!(parse(&args(wrong)).is_err(), "{wrong}");
+    }
 }
 
 #[test]
