@@ -33,6 +33,8 @@ SELF=$(realpath "$0")
 cd "$(dirname "$0")/.."
 source scripts/lib/tools.sh
 source scripts/lib/chroot.sh
+source scripts/lib/checks.sh # ok, check, step, summary
+CHECKS_NAME=test-packages
 
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
@@ -52,7 +54,6 @@ HOST_VMDUMP=target/release/vmdump
 UPGRADE_VERSION=999+upgradetest # higher than any version build-deb.sh makes
 
 debs_dir='' build_args=() keep=0 refresh=0
-passed=0 failed=0 step_no=0
 
 parse_args() {
     while (($#)); do
@@ -76,41 +77,6 @@ phase() {
     [[ -z $phase_start ]] || printf '   (%ds)\n' $(($(now) - phase_start))
     printf '\n== %s\n' "$*"
     phase_start=$(now)
-}
-ok() { passed=$((passed + 1)); printf 'ok   %s\n' "$1"; }
-not_ok() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; }
-
-# check NAME CMD...: an assertion; its output is shown when it fails.
-check() {
-    local name=$1 out
-    shift
-    if out=$("$@" 2>&1); then
-        ok "$name"
-    else
-        not_ok "$name"
-        sed 's/^/     | /' <<<"$out" | tail -n 30
-    fi
-}
-
-# step NAME CMD...: an action the checks after it rely on; stops the test
-# when it fails, with its log.
-step() {
-    local name=$1 log
-    shift
-    step_no=$((step_no + 1))
-    log=$LOGS/$(printf '%02d' "$step_no")-${name//[^A-Za-z0-9]/_}.log
-    if "$@" >"$log" 2>&1; then
-        ok "$name"
-    else
-        not_ok "$name (log: $log)"
-        sed 's/^/     | /' "$log" | tail -n 40
-        summary
-        exit 1
-    fi
-}
-
-summary() {
-    printf '\ntest-packages: %d passed, %d failed\n' "$passed" "$failed"
 }
 
 # ---- the host --------------------------------------------------------------

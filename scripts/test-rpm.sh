@@ -37,6 +37,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/crates.sh # workspace_version
+source scripts/lib/checks.sh # ok, check, step, summary
+CHECKS_NAME=test-rpm
 
 WORK=target/rpmtest
 CACHE=$WORK/cache
@@ -55,7 +57,6 @@ STANDIN_MKD=makedumpfile-1.7.9-1
 TOUCH_LINE='if [ -e /etc/kdump.conf ]; then touch /etc/kdump.conf; elif [ -e /etc/sysconfig/kdump ]; then touch /etc/sysconfig/kdump; fi || :'
 
 rpms_dir='' build_args=() keep=0 built=0
-passed=0 failed=0 step_no=0
 
 parse_args() {
     while (($#)); do
@@ -69,42 +70,9 @@ parse_args() {
     done
 }
 
-# ---- reporting (as scripts/test-packages.sh) ---------------------------------
+# ---- reporting (scripts/lib/checks.sh) ---------------------------------------
 
-ok() { passed=$((passed + 1)); printf 'ok   %s\n' "$1"; }
-not_ok() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; }
-
-# check NAME CMD...: an assertion; its output is shown when it fails.
-check() {
-    local name=$1 out
-    shift
-    if out=$("$@" 2>&1); then
-        ok "$name"
-    else
-        not_ok "$name"
-        sed 's/^/     | /' <<<"$out" | tail -n 30
-    fi
-}
-
-# step NAME CMD...: an action the checks after it rely on; stops the test
-# when it fails, with its log.
-step() {
-    local name=$1 log
-    shift
-    step_no=$((step_no + 1))
-    log=$LOGS/$(printf '%02d' "$step_no")-${name//[^A-Za-z0-9]/_}.log
-    if "$@" >"$log" 2>&1; then
-        ok "$name"
-    else
-        not_ok "$name (log: $log)"
-        sed 's/^/     | /' "$log" | tail -n 40
-        finish
-    fi
-}
-
-summary() {
-    printf '\ntest-rpm: %d passed, %d failed\n' "$passed" "$failed"
-}
+step_failed() { echo "scratch roots kept in $RUN"; }
 
 finish() {
     if ((failed == 0 && !keep)); then rm -rf "$RUN"; else echo "scratch roots kept in $RUN"; fi
