@@ -10,7 +10,8 @@
 # The order comes from callgrind runs of the release binary, pinned to one
 # CPU as in a capture kernel, on the real fixtures (Linux 6.1 and 7.2), with
 # the command lines of kdump-tools and kdump-utils at -d 31 and -d 1, the
-# kernel log, and vmdump's own default. Run it again after large changes:
+# kernel log, vmdump's own default, then kdump-utils' and SUSE's threaded
+# lines (two workers). Run it again after large changes:
 # tests/link_order.rs says when too few of the listed functions are left.
 # Vmcores given as arguments are run too, after the fixtures' (6.1 and
 # 7.2): a kernel whose dump runs code of its own, e.g. trixie's 6.12, whose
@@ -40,8 +41,12 @@ ln -s vmdump "$work/bin/makedumpfile"
 export VMDUMP_PROFILE=$PWD/config/system.toml
 run=0
 for vmcore in target/fixtures/vmcore-SK target/fixtures/vmcore-SK72 "${extra[@]}"; do
+    # Then the threaded lines of a capture kernel of several CPUs
+    # (kdump-utils' --num-threads=$(nproc), SUSE's -F -c --num-threads N),
+    # whose workers, channels and threads come after the code of one worker.
     for args in "-l --message-level 7 -d 31 @ OUT" "-F -c -d 31 @" "-c -d 31 @ OUT" "-l -d 1 @ OUT" \
-        "--dump-dmesg @ OUT" "dump @ OUT"; do
+        "--dump-dmesg @ OUT" "dump @ OUT" "-l --message-level 7 -d 31 --num-threads=2 @ OUT" \
+        "-F -c --num-threads 2 --message-level 6 -d 31 @"; do
         run=$((run + 1))
         words=${args//@/$vmcore}
         words=${words//OUT/$work/out}

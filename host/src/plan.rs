@@ -39,9 +39,6 @@ pub enum Format {
 pub struct RunSettings {
     /// Compression workers (at least 1).
     pub threads: usize,
-    /// The CPUs this process may run on (its affinity: 1 under
-    /// `nr_cpus=1` or `taskset -c 0`).
-    pub cpus: usize,
     /// mmap windows or pread.
     pub read_mode: ReadMode,
     /// Pages per batch.
@@ -129,7 +126,6 @@ impl<'a> Plan<'a> {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let run = RunSettings {
             threads: if profile.dump.threads == 0 { cores } else { profile.dump.threads },
-            cpus: cores,
             read_mode: match profile.input.mmap {
                 true => ReadMode::Mmap { window_bytes: profile.input.window_mib as usize * (1 << 20) },
                 false => ReadMode::Pread,

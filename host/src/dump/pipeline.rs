@@ -53,8 +53,8 @@ pub fn run_pages(
     let (run, input) = (plan.run(), plan.input());
     let sparse = plan.exclusion().metadata().is_some();
     let ranges = reader_ranges(plan, pass.piece)?;
-    // One worker on one CPU: threads would only hand the slots to each other.
-    let inline = pass.threads == 1 && run.cpus == 1;
+    // One worker: threads would only hand the slots to each other.
+    let inline = pass.threads == 1;
     let page_size = input.page_size() as usize;
     let shape = if inline {
         Shape::inline(run.batch_pages, page_size)
@@ -64,7 +64,18 @@ pub fn run_pages(
     let mut reader = BatchReader::new(input, ranges, shape.batch_pages, run.read_mode, sparse);
     let codec = plan.codec().filter(|_| pass.encode);
     let mut lost = LostPages::default();
-    let fill = |slot: &mut Slot| reader.fill(&mut slot.pages);
+    let (mut filled, settled) = (0, if inline { 0 } else { 2 * shape.slots });
+    let fill = |slot: &mut Slot| {
+        filled += 1;
+        if filled == settled {
+            // Every worker is at work: the code that started them (threads,
+            // their malloc arenas and TLS, in libc, ld.so and vmdump) goes
+            // back to the page cache too (crate::resident), 0.5-1 MiB that
+            // a capture kernel of several CPUs would otherwise keep.
+            crate::resident::release_clean_file_pages();
+        }
+        reader.fill(&mut slot.pages)
+    };
     let new_worker =
         || Worker::new(codec.map_or_else(PageEncoder::raw, Codec::encoder), plan.exclusion().content_stage());
     let work = |worker: &mut Worker<'_>, slot: &mut Slot| worker.encode(slot);
@@ -98,15 +109,18 @@ pub fn run_pages(
 /// mapped window) and as many stored bytes at most.
 const IN_FLIGHT_BYTES: usize = 32 << 20;
 
-/// The bytes of pages one slot holds when it is the only one (one worker
-/// on one CPU, as in a capture kernel): no batch waits for another, so a
-/// small batch keeps the memory small (its stored bytes, up to as many,
-/// are the capture kernel's: 0.45 MiB less than at 512 KiB). It costs a
-/// write a batch: pinned to one core, a -l -d 1 dump of a vmcore in
-/// tmpfs took 2 % longer than at 128 KiB, and that 4 % longer than at
-/// 512 KiB; from a capture kernel's /proc/vmcore, which reads far slower,
-/// none that shows.
-const INLINE_SLOT_BYTES: usize = 64 << 10;
+/// The bytes of input pages a batch holds, whatever the number of workers
+/// (its stored bytes are up to as many). Small, because a slot's stored
+/// bytes stay resident at the most it ever held, and the slots are what a
+/// capture kernel pays for each worker besides the codec's context: with
+/// batches of 1 MiB, four workers in a 4-CPU capture kernel cost 11 MiB
+/// more than makedumpfile's four threads (issue 41); at 64 KiB a worker's
+/// two slots hold 128 KiB at the most. It costs a write and a pass through
+/// the pool's channels a batch: pinned to one core, a -l -d 1 dump of a
+/// vmcore in tmpfs took 2 % longer than at 128 KiB, and that 4 % longer
+/// than at 512 KiB; from a capture kernel's /proc/vmcore, which reads far
+/// slower, none that shows.
+const SLOT_BYTES: usize = 64 << 10;
 
 /// How many workers run, how many slots circulate, and how many pages a
 /// batch holds.
@@ -118,26 +132,26 @@ struct Shape {
 }
 
 impl Shape {
-    /// For `threads` workers: four slots a worker and four more
-    /// (a worker never waits for the writer to catch up), batches of
-    /// `batch_pages`, as long as they fit [`IN_FLIGHT_BYTES`]. Past that
-    /// (many workers, large pages), two slots a worker and smaller
-    /// batches, so that memory stays within the budget instead of growing
-    /// with the CPUs of the machine; workers are capped where even batches
-    /// of one page would not fit (2047 with 4 KiB pages, 127 with 64 KiB).
+    /// For `threads` workers: two slots a worker and two more (a worker
+    /// never waits for the writer to catch up), batches of [`SLOT_BYTES`]
+    /// at most; workers are capped where the slots would not fit
+    /// [`IN_FLIGHT_BYTES`] (127), so that memory stays within the budget
+    /// instead of growing with the CPUs of the machine.
     fn new(threads: usize, batch_pages: usize, page_size: usize) -> Self {
-        let slot_bytes = |pages: usize| 2 * pages * page_size.max(1);
-        let workers = threads.clamp(1, IN_FLIGHT_BYTES / (2 * slot_bytes(1)) - 1);
-        let fitting = IN_FLIGHT_BYTES / slot_bytes(batch_pages.max(1));
-        let slots = (4 * workers + 4).min(fitting.max(2 * workers + 2));
-        let batch_pages = (IN_FLIGHT_BYTES / (slots * slot_bytes(1))).clamp(1, batch_pages.max(1));
-        Self { workers, slots, batch_pages }
+        let batch_pages = Self::slot_pages(batch_pages, page_size);
+        let slot_bytes = 2 * batch_pages * page_size.max(1);
+        let workers = threads.clamp(1, (IN_FLIGHT_BYTES / (2 * slot_bytes)).saturating_sub(1).max(1));
+        Self { workers, slots: 2 * workers + 2, batch_pages }
     }
 
-    /// One worker and one slot: batches of [`INLINE_SLOT_BYTES`] at most.
+    /// One worker and one slot.
     fn inline(batch_pages: usize, page_size: usize) -> Self {
-        let batch_pages = batch_pages.clamp(1, (INLINE_SLOT_BYTES / page_size.max(1)).max(1));
-        Self { workers: 1, slots: 1, batch_pages }
+        Self { workers: 1, slots: 1, batch_pages: Self::slot_pages(batch_pages, page_size) }
+    }
+
+    /// `batch_pages`, at most [`SLOT_BYTES`] of them (one at least).
+    fn slot_pages(batch_pages: usize, page_size: usize) -> usize {
+        batch_pages.clamp(1, (SLOT_BYTES / page_size.max(1)).max(1))
     }
 }
 
@@ -165,11 +179,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn few_workers_get_four_slots_each_and_whole_batches() {
-        for threads in [1, 2, 3] {
-            let shape = Shape { workers: threads, slots: 4 * threads + 4, batch_pages: 256 };
+    fn workers_get_two_slots_each_and_batches_of_64_kib() {
+        for threads in [1, 2, 3, 32] {
+            let shape = Shape { workers: threads, slots: 2 * threads + 2, batch_pages: 16 };
             assert_eq!(Shape::new(threads, 256, 4096), shape);
         }
+        assert_eq!(Shape::new(4, 256, 65536).batch_pages, 1);
     }
 
     #[test]
@@ -183,7 +198,8 @@ mod tests {
                 assert!(shape.batch_pages >= 1 && shape.workers >= 1);
             }
         }
-        assert_eq!(Shape::new(64, 256, 4096), Shape { workers: 64, slots: 130, batch_pages: 31 });
+        assert_eq!(Shape::new(64, 256, 4096), Shape { workers: 64, slots: 130, batch_pages: 16 });
+        assert_eq!(Shape::new(1024, 256, 4096).workers, 127);
         assert_eq!(Shape::new(1024, 256, 65536).workers, 127);
     }
 

@@ -322,7 +322,14 @@ fn check_params(request: &Request, base: &Profile, plugin_dirs: &[PathBuf]) -> a
 /// As `vmdump dump`, or a refused option.
 pub fn run(args: &[String], plugin_dirs: &[PathBuf]) -> anyhow::Result<Outcome> {
     let source = ProfileSource::of_process(None);
-    let profile = source.load()?;
+    let mut profile = source.load()?;
+    if profile.dump.threads == 0 {
+        // makedumpfile runs one thread unless --num-threads says otherwise;
+        // the profile's "every core" is its default, not an operator's
+        // choice (a capture kernel of many CPUs would pay for a worker on
+        // each, issue 41). A number of threads in the profile is kept.
+        profile.dump.threads = 1;
+    }
     let path = source.path().unwrap_or(Path::new(crate::profile::BUILTIN));
     const INVALID: &str = "Commandline parameter is invalid";
     let request = match parse_with(args, Some((path, &profile))) {
