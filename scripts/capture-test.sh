@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Crashes a real Debian kernel under QEMU and runs vmdump in its kdump
 # capture kernel on the real /proc/vmcore, side by side with Debian's
-# makedumpfile, with the command lines of kdump-tools and kdump-utils; then
+# makedumpfile, with the command lines of kdump-tools, kdump-utils and SUSE
+# (their threaded ones with --cpus N); then
 # judges every dump on the host (tests/py/capture_judge.py).
 #
 #   1. host tools (apt-get); the kernel of a Debian suite, fetched with
@@ -20,7 +21,7 @@
 #
 # Usage: scripts/capture-test.sh [--suite SUITE] [--kernel PACKAGE]
 #            [--judge debian|PATH|none] [--summary FILE] [--keep]
-#            [--timeout SECONDS] [--4level]
+#            [--timeout SECONDS] [--4level] [--cpus N] [--no-build]
 #   --suite    the Debian suite whose kernel crashes: bookworm (default: 6.1,
 #              the shared fixtures' kernel), trixie, sid, experimental, or
 #              newest (experimental's when its kernel series is newer than
@@ -43,6 +44,13 @@
 #   --timeout  kill QEMU after this many seconds (default 900)
 #   --4level   hide LA57 from the guest CPU: 4-level paging, as in the shared
 #              fixtures (-cpu max has LA57 under TCG, so the kernel runs 5-level)
+#   --cpus     a capture kernel with N CPUs (nr_cpus=N; QEMU -smp N, at
+#              least 2) instead of one: capture.sh then runs kdump-utils'
+#              and SUSE's threaded command lines (--num-threads=N, and
+#              --num-threads N) and each tool at 1, 2 and 4 threads for its
+#              memory, judged too (default 1: no threaded runs)
+#   --no-build installs the binaries already in target/release (scripts/install.sh
+#              --no-build) instead of building them first
 # As root. Exit status 0 when every check passed. Kept between runs in
 # target/capture: the apt states, the kernel packages and their unpacked
 # trees, the data disks (and drgn's venv in target/venv-drgn, ensure_drgn
@@ -55,7 +63,7 @@ source scripts/lib/debian.sh
 export PYTHONDONTWRITEBYTECODE=1 # the judges import each other: no __pycache__ in tests/py
 
 cache=$PWD/target/capture
-keep=0 qemu_timeout=900 cpu=max suite=bookworm kernel_pkg='' judge='' summary=''
+keep=0 qemu_timeout=900 cpu=max suite=bookworm kernel_pkg='' judge='' summary='' install_build=() cpus=1
 while (($#)); do
     case $1 in
         --suite) suite=$2; shift 2 ;;
@@ -65,10 +73,13 @@ while (($#)); do
         --keep) keep=1; shift ;;
         --timeout) qemu_timeout=$2; shift 2 ;;
         --4level) cpu=max,la57=off; shift ;;
+        --cpus) cpus=$2; shift 2 ;;
+        --no-build) install_build=(--no-build); shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
         *) echo "capture-test.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
+[[ $cpus =~ ^[1-9][0-9]*$ ]] || { echo "capture-test.sh: --cpus $cpus: not a number of CPUs" >&2; exit 2; }
 if [[ -z $judge ]]; then
     [[ $suite == bookworm ]] || {
         echo "capture-test.sh: --suite $suite needs --judge: Debian 12's makedumpfile misjudges newer kernels" \
@@ -159,6 +170,14 @@ build_initramfs() {
     install -m 0644 tests/capture/workload.sh tests/capture/live.sh tests/capture/capture.sh "$tree/capture/"
     copy_libraries "$tree" "$tree/usr/sbin/vmdump" "$tree"/usr/lib/vmdump/plugins/*.so \
         "$real_makedumpfile" /bin/busybox
+    # glibc's pthread_exit loads libgcc_s.so.1 (to unwind the thread), which
+    # ldd does not list: makedumpfile --num-threads aborts without it
+    # ("libgcc_s.so.1 must be installed for pthread_exit to work"), as it
+    # would in no distribution's initramfs.
+    local libgcc
+    libgcc=$(ldconfig -p | awk '$1 == "libgcc_s.so.1" && /x86-64/ {print $NF; exit}')
+    [[ -n $libgcc ]] || die "no libgcc_s.so.1 on this machine (ldconfig -p)"
+    install -D -m 0755 "$libgcc" "$tree$libgcc"
     # crc32c first: ext4 asks for it by name (a soft dependency; gone in 6.14+).
     copy_modules "$kroot" "$kver" "$tree/modules" virtio_pci virtio_blk crc32c_generic ext4
     make_cpio "$tree" > "$work/initrd-capture.gz"
@@ -178,7 +197,8 @@ make_disks() {
         mke2fs -q -t ext4 -d "$kroot/lib/modules/$kver/kernel/fs" "$data_img.tmp" 64M
         mv "$data_img.tmp" "$data_img"
     fi
-    truncate -s 1600M "$work/out.img"
+    # The threaded runs of --cpus N write a dozen more -d 31 dumps (25 MiB each).
+    truncate -s $((cpus > 1 ? 2400 : 1600))M "$work/out.img"
     mke2fs -q -F -t ext4 -E lazy_itable_init=0,lazy_journal_init=0 "$work/out.img"
 }
 
@@ -200,8 +220,13 @@ boot_guest() {
     local attempt
     for attempt in 1 2; do
         boot_guest_once && return 0
-        grep -q '^CAPTURE: first kernel' "$work/serial.log" && break
         ((attempt == 1)) || break
+        if [[ -e $work/stalled ]] && ! grep -q '^CAPTURE: makedumpfile on PATH' "$work/serial.log"; then
+            tail -n 25 "$work/serial.log" >&2
+            echo "capture-test: a kernel hung in its own boot (above; TCG with several CPUs), before any dump ran: booting again" >&2
+            continue
+        fi
+        grep -q '^CAPTURE: first kernel' "$work/serial.log" && break
         tail -n 25 "$work/serial.log" >&2
         echo "capture-test: the first kernel died before its init ran (above), before anything was tested: booting it again" >&2
     done
@@ -210,23 +235,57 @@ boot_guest() {
     die "the guest stopped before the capture kernel was done; the serial log's last lines are above"
 }
 
-# One boot: fails (status 1) when the capture kernel did not say DONE;
-# dies when QEMU had to be killed.
+# watch_serial PID: stops QEMU (the timeout command PID that runs it) when
+# the serial log has not grown for $stall_seconds: a guest that hangs is
+# known in minutes, not at --timeout (a capture kernel of four CPUs under
+# TCG hung once in a few boots, in its own start-up), and says so with
+# $work/stalled. Every step of the guest writes a line well within it.
+stall_seconds=300
+watch_serial() {
+    local pid=$1 size=-1 now still=0
+    while kill -0 "$pid" 2> /dev/null; do
+        sleep 5
+        now=$(stat -c %s "$work/serial.log" 2> /dev/null || echo 0)
+        if ((now == size)); then still=$((still + 5)); else still=0 size=$now; fi
+        if ((still >= stall_seconds)); then
+            echo "no serial output for $still s" > "$work/stalled"
+            kill "$pid" 2> /dev/null
+            return
+        fi
+    done
+}
+
+# One boot: fails (status 1) when the capture kernel did not say DONE or
+# the guest stalled (watch_serial); dies when QEMU had to be killed at the
+# timeout.
 boot_guest_once() {
     local log=$work/serial.log rc=0
+    # The first kernel has two CPUs, or the capture kernel's N (init hands
+    # capture_cpus=N to the capture kernel as nr_cpus=N; nr_cpus=1 without it).
+    local smp=$((cpus > 2 ? cpus : 2)) append="console=ttyS0 panic=-1 crashkernel=192M"
+    ((cpus == 1)) || append+=" capture_cpus=$cpus"
     # shellcheck disable=SC2054 # q35,accel=tcg is one argument
-    local qemu=(qemu-system-x86_64 -machine q35,accel=tcg -cpu "$cpu" -smp 2 -m 512M
+    local qemu=(qemu-system-x86_64 -machine q35,accel=tcg -cpu "$cpu" -smp "$smp" -m 512M
         -nodefaults -display none -no-reboot -serial "file:$log"
         -kernel "$vmlinuz" -initrd "$work/initrd.gz"
-        -append "console=ttyS0 panic=-1 crashkernel=192M"
+        -append "$append"
         -drive "file=$data_img,if=virtio,format=raw,snapshot=on"
         -drive "file=$work/out.img,if=virtio,format=raw")
     echo "${qemu[*]}"
     : > "$log"
+    rm -f "$work/stalled"
     timeout --kill-after=10 "$qemu_timeout" "${qemu[@]}" > "$work/qemu.out" 2>&1 &
     local pid=$!
+    watch_serial "$pid" &
+    local watchdog=$!
     tail -n +1 -F --pid="$pid" "$log" 2> /dev/null | grep -a --line-buffered '^CAPTURE:' | stamp || true
     wait "$pid" || rc=$?
+    kill "$watchdog" 2> /dev/null || true
+    wait "$watchdog" 2> /dev/null || true
+    if [[ -e $work/stalled ]]; then
+        echo "capture-test: the guest stalled ($(cat "$work/stalled")) and was stopped" >&2
+        return 1
+    fi
     if ((rc == 124 || rc == 137)); then
         tail -n 40 "$log" >&2
         die "QEMU did not finish within $qemu_timeout s and was killed; the serial log's last lines are above"
@@ -257,7 +316,9 @@ run_judge() {
 
 judge() {
     local out=$work/out flat kind=$judge
-    for flat in "$out"/*.kdump-tools*.flat; do
+    # The flattened streams: kdump-tools' lines, and vmdump's of SUSE's
+    # threaded lines (--cpus N; makedumpfile's are timed, not judged).
+    for flat in "$out"/*.kdump-tools*.flat "$out"/vmdump.suse-t*.flat; do
         # makedumpfile 1.7.2 -R spins forever on an empty stream: a failed
         # run is left to the judge, which says why it failed.
         [[ -s $flat ]] || continue
@@ -272,7 +333,7 @@ judge() {
     # Its verdict is kept, so that the timings are printed either way.
     /usr/bin/python3 tests/py/capture_judge.py --vmdump target/release/vmdump \
         --drgn-python "${VMDUMP_DRGN_VENV:-$PWD/target/venv-drgn}/bin/python" \
-        --judge "$kind" --serial "$work/serial.log" --keys "$work/keys" ${summary:+--summary "$summary"} "$out" ||
+        --judge "$kind" --cpus "$cpus" --serial "$work/serial.log" --keys "$work/keys" ${summary:+--summary "$summary"} "$out" ||
         verdict=1
 }
 
@@ -294,7 +355,7 @@ main() {
     work=$(mktemp -d "$cache/run.XXXXXX")
     trap cleanup EXIT
     step kernel fetch_suite_kernel
-    step build scripts/install.sh --destdir "$work/stage"
+    step build scripts/install.sh "${install_build[@]}" --destdir "$work/stage"
     step initramfs build_initramfs
     step disks make_disks
     step qemu boot_guest

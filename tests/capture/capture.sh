@@ -4,8 +4,11 @@
 # vmdump under the name makedumpfile and once with Debian's makedumpfile,
 # each timed by runstat, and vmdump's at -d 1 too; vmdump's own default;
 # the same command lines encrypted to the recipients of the system profile;
-# then /proc/vmcore itself is saved, so that the host can judge every page
-# of every dump against it.
+# SUSE's kernel log line; with more than one CPU (capture-test.sh --cpus N:
+# nr_cpus=N), kdump-utils' and SUSE's threaded command lines, each tool at
+# 1, 2 and N threads (for its memory against its threads); then
+# /proc/vmcore itself is saved, so that the host can judge every page of
+# every dump against it.
 # Results go to /out on the output disk (/dev/vdb, ext4).
 real=/opt/real/makedumpfile
 out=/disk/out
@@ -20,6 +23,25 @@ run() {
     runstat -m /proc/vmcore "$out/$name.stat" "$@" > "$stdout" 2> "$out/$name.stderr"
     rc=$?
     sync # the next run starts with no dirty pages of this one
+    say "$name: exit $rc, $(tr '\n' ' ' < "$out/$name.stat")"
+}
+
+# run_fifo NAME FILE COMMAND...: as run, the command's stdout written to a
+# FIFO that cat copies to FILE, as SUSE's kdump-save saves its dumps
+# (openSUSE/kdump 2.1.9, dracut/kdump-save: SOURCE=/tmp/fifo and mkfifo,
+# L190-192; the command runs with "> $SOURCE &", L220 and L297; for a local
+# file SAVE_COMMAND is 'cat ${SOURCE} > "${DIR}/${FILENAME}"', L169).
+run_fifo() {
+    name=$1 file=$2
+    shift 2
+    rm -f /tmp/fifo
+    mkfifo /tmp/fifo || return 1
+    cat /tmp/fifo > "$file" &
+    saver=$!
+    runstat -m /proc/vmcore "$out/$name.stat" "$@" > /tmp/fifo 2> "$out/$name.stderr"
+    rc=$?
+    wait $saver || say "$name: the cat that saves the FIFO exited $?"
+    sync
     say "$name: exit $rc, $(tr '\n' ' ' < "$out/$name.stat")"
 }
 
@@ -63,6 +85,58 @@ run vmdump.keep-tasks "$out/vmdump.keep-tasks.stdout" \
     vmdump dump --profile /tmp/keep-tasks.toml -d 31 $v "$out/vmdump.keep-tasks"
 run vmdump.drop-tasks "$out/vmdump.drop-tasks.stdout" \
     vmdump dump --profile /tmp/drop-tasks.toml -d 1 $v "$out/vmdump.drop-tasks"
+
+# SUSE's kernel log (openSUSE/kdump 2.1.9, dracut/kdump-save L220):
+#   makedumpfile -F --message-level 8 --dump-dmesg /proc/vmcore > $SOURCE 2> /tmp/makedumpfile_stderr &
+# the log on stdout (a FIFO), OSRELEASE= and CRASHTIME= read from stderr.
+run_fifo vmdump.suse-dmesg "$out/vmdump.suse-dmesg" $mdf -F --message-level 8 --dump-dmesg $v
+run_fifo makedumpfile.suse-dmesg "$out/makedumpfile.suse-dmesg" $real -F --message-level 8 --dump-dmesg $v
+
+# The threaded command lines, when the capture kernel has more than one CPU.
+nproc > "$out/nproc.txt"
+cpus=$(nproc)
+if [ "$cpus" -gt 1 ]; then
+    # The thread counts: 1, 2, 4 ... below the CPUs, and the CPUs.
+    counts=1 t=2
+    while [ "$t" -lt "$cpus" ]; do counts="$counts $t" t=$((t * 2)); done
+    counts="$counts $cpus"
+    say "$cpus CPUs: the threaded command lines at $counts threads"
+    # makedumpfile's threads end with pthread_exit, for which glibc loads
+    # libgcc_s.so.1 when the first one ends. Here that load failed now and
+    # then in the first thread (LD_DEBUG=libs: the file found, no link map
+    # made; the next thread's load succeeded, too late) and the run
+    # aborted, once its pages were copied, with "libgcc_s.so.1 must be
+    # installed for pthread_exit to work" (exit 134). Preloaded, it is there
+    # from the start and every run ends (its 128 KiB count in its peak RSS).
+    threaded_real="env LD_PRELOAD=libgcc_s.so.1 $real"
+    for t in $counts; do
+        # kdump-utils (rhkdump/kdump-utils v1.0.61, dracut/99kdumpbase/kdump.sh
+        # L114-131): its default core_collector "makedumpfile -l
+        # --message-level 7 -d 31" gets " --num-threads=$(nproc)" when nproc
+        # is above 1 and the line has no -F or -E (L121-128), then
+        # "/proc/vmcore $_dump_fs_path/vmcore-incomplete" (L191). At t
+        # threads: the line of a capture kernel with t CPUs; at 1, vmdump
+        # with --num-threads=1, one worker (kdump-utils adds nothing at one
+        # CPU: Debian's makedumpfile's one thread is makedumpfile.kdump-utils).
+        run vmdump.kdump-utils-t$t "$out/vmdump.kdump-utils-t$t.stdout" \
+            $mdf -l --message-level 7 -d 31 --num-threads=$t $v "$out/vmdump.kdump-utils-t$t"
+        [ "$t" -gt 1 ] && run makedumpfile.kdump-utils-t$t "$out/makedumpfile.kdump-utils-t$t.stdout" \
+            $threaded_real -l --message-level 7 -d 31 --num-threads=$t $v "$out/makedumpfile.kdump-utils-t$t"
+        # SUSE (openSUSE/kdump 2.1.9, dracut/kdump-save L276-291):
+        #   DUMP_COMMAND="makedumpfile -F ${FORMAT} ${THREADS} --message-level $MSG_LEVEL -d ${KDUMP_DUMPLEVEL} ${MAKEDUMPFILE_OPTIONS} /proc/vmcore"
+        # with its defaults (sysconfig.kdump.in): KDUMP_DUMPFORMAT="compressed"
+        # (FORMAT=-c), KDUMP_CPUS=32, THREADS="--num-threads N" for N =
+        # min(nproc, KDUMP_CPUS) when N is not 1 (L279-283), MSG_LEVEL=6
+        # (L286), KDUMP_DUMPLEVEL=31, no MAKEDUMPFILE_OPTIONS; its stdout to
+        # the FIFO (L297). At 1, vmdump with --num-threads 1 (SUSE adds
+        # nothing at one CPU: Debian's makedumpfile's one thread is
+        # makedumpfile.kdump-tools, -F -c -d 31).
+        run_fifo vmdump.suse-t$t "$out/vmdump.suse-t$t.flat" \
+            $mdf -F -c --num-threads $t --message-level 6 -d 31 $v
+        [ "$t" -gt 1 ] && run_fifo makedumpfile.suse-t$t "$out/makedumpfile.suse-t$t.flat" \
+            $threaded_real -F -c --num-threads $t --message-level 6 -d 31 $v
+    done
+fi
 
 # Confidential dumps: the same distribution command lines once the system
 # profile names recipients (an age X25519 key and an ssh-ed25519 key; the
