@@ -136,7 +136,10 @@ fn cases(dir: &Path) -> Vec<Case> {
             // The kernel logs follow the dump's rule (issue 41: makedumpfile
             // refuses an existing LOGFILE without -f).
             cases.push(Case::new("dmesg", words(&[&"dmesg", &real])));
-            cases.push(Case::new("makedumpfile-dump-dmesg", words(&[&"makedumpfile", &"--dump-dmesg", &real])));
+            cases.push(Case::new(
+                "makedumpfile-dump-dmesg",
+                words(&[&"makedumpfile", &"--dump-dmesg", &real]),
+            ));
         }
         None => eprintln!("NOTE: no fixtures: the kernel log outputs (dmesg, --dump-dmesg) were NOT checked"),
     }
