@@ -79,8 +79,14 @@ pub(super) fn write_log(
         Some(path) => super::dump::write_whole_file(path, log, recipients, force),
         None => {
             use std::io::Write;
-            let log = super::dump::sealed(log, recipients)?;
-            std::io::stdout().lock().write_all(&log).context("writing the log to stdout")
+            let encrypted;
+            let log = if recipients.is_empty() {
+                log
+            } else {
+                encrypted = recipients.encrypt(log)?;
+                &encrypted
+            };
+            std::io::stdout().lock().write_all(log).context("writing the log to stdout")
         }
     }
 }

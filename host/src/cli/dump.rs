@@ -174,22 +174,14 @@ pub(super) fn write_whole_file(
     force: bool,
 ) -> anyhow::Result<()> {
     use std::io::Write;
-    let bytes = sealed(bytes, recipients)?;
-    create_output(path, force)?.write_all(&bytes).with_context(|| format!("writing {}", path.display()))
-}
-
-/// `bytes` encrypted to `recipients`, or as they are when there are none.
-///
-/// # Errors
-/// The encryption fails.
-pub(super) fn sealed<'b>(
-    bytes: &'b [u8],
-    recipients: &Recipients,
-) -> anyhow::Result<std::borrow::Cow<'b, [u8]>> {
-    Ok(match recipients.is_empty() {
-        true => std::borrow::Cow::Borrowed(bytes),
-        false => std::borrow::Cow::Owned(recipients.encrypt(bytes)?),
-    })
+    let encrypted;
+    let bytes = if recipients.is_empty() {
+        bytes
+    } else {
+        encrypted = recipients.encrypt(bytes)?;
+        &encrypted
+    };
+    create_output(path, force)?.write_all(bytes).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Makes the directory `dir` (and its parents) mode 0700 where missing.
