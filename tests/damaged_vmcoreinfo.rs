@@ -16,12 +16,16 @@ use support::dumps::{makedumpfile_rearrange, vmdump};
 use support::temp_dir;
 use vmdump_format::kdump::{DiskDumpHeader, SubHeader};
 
+/// Damages a note: the bytes replaced and their replacement (of the same
+/// length).
+type Edit = fn(&[u8]) -> (Vec<u8>, Vec<u8>);
+
 /// One way of damaging the note: the bytes replaced (of the same length),
 /// what stderr must name, and the level the dump can still be made at
 /// (`None`: whatever the warning says).
 struct Damage {
     name: &'static str,
-    edit: fn(&[u8]) -> (Vec<u8>, Vec<u8>),
+    edit: Edit,
     named: &'static str,
     level: Option<i32>,
 }

@@ -1,16 +1,22 @@
-//! The ordered worker pipeline: one reader fills slots, N workers transform
-//! them, one writer drains them in the order they were filled.
+//! The ordered worker pipeline: the calling thread fills slots, N workers
+//! transform them, and the calling thread drains them in the order they
+//! were filled.
 //!
-//! Slots circulate through bounded channels (free → work → done → free), so
-//! the number in flight, the reorder window and the memory they hold are all
-//! bounded by the slot count, whatever the size of the input. Each worker
-//! builds its own state once on its own thread (one plugin context per
-//! worker, D3) and hands it back at the end. See dependencies.md §5.
+//! Slots circulate (free → work → done → free) through two bounded
+//! channels and the caller's free list, so the number in flight, the
+//! reorder window and the memory they hold are all bounded by the slot
+//! count, whatever the size of the input. Filling and draining share the
+//! calling thread: both are light beside the workers' encoding (a mapped
+//! window, a write), and a thread of their own each would cost a capture
+//! kernel a stack, a malloc arena and CPU time taken from the workers
+//! (issue 41). Each worker builds its own state once on its own thread
+//! (one plugin context per worker, D3) and hands it back at the end. See
+//! dependencies.md §5.
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crossbeam_channel::{Receiver, Sender, bounded};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded};
 
 /// A pipeline thread panicked (a bug, in vmdump or in code it runs): the
 /// run stops with this instead of hanging or losing the thread's slot.
@@ -45,17 +51,17 @@ struct Numbered<S> {
 /// Runs the pipeline to the end, or to the first error of `fill` or `drain`
 /// or the first panic of any thread.
 ///
-/// - `fill(slot)` (reader thread) loads the next piece of work into a
+/// - `fill(slot)` (calling thread) loads the next piece of work into a
 ///   recycled slot and returns `Ok(false)` when there is nothing left;
 /// - `new_worker()` builds one worker's state on its thread;
 /// - `work(state, slot)` transforms a slot (never fails: policy lives inside);
 /// - `drain(slot)` (calling thread) consumes slots in fill order.
 ///
 /// Returns the final state of every worker that did not panic, and how the
-/// run ended. Shutdown needs no timeout: every thread blocks only on a
-/// channel whose other side is dropped when its peer stops (the writer
-/// drops the free list, the reader the work queue, the workers the done
-/// queue), so the first failure anywhere unblocks all of them.
+/// run ended. Shutdown needs no timeout: a worker blocks only on the work
+/// queue, which the calling thread drops when it stops, and the calling
+/// thread only on the done queue, which the workers drop when they stop,
+/// so the first failure anywhere unblocks every thread.
 pub fn run_ordered<S, W, E, Fill, New, Work, Drain>(
     slots: Vec<S>,
     workers: usize,
@@ -67,37 +73,33 @@ pub fn run_ordered<S, W, E, Fill, New, Work, Drain>(
 where
     S: Send,
     W: Send,
-    E: Send + From<Panicked>,
-    Fill: FnMut(&mut S) -> Result<bool, E> + Send,
+    E: From<Panicked>,
+    Fill: FnMut(&mut S) -> Result<bool, E>,
     New: Fn() -> W + Sync,
     Work: Fn(&mut W, &mut S) + Sync,
     Drain: FnMut(&mut S) -> Result<(), E>,
 {
     let capacity = slots.len().max(1);
-    let (free_tx, free_rx) = bounded::<S>(capacity);
     let (work_tx, work_rx) = bounded::<Numbered<S>>(capacity);
     let (done_tx, done_rx) = bounded::<Numbered<S>>(capacity);
-    for slot in slots {
-        free_tx.send(slot).expect("free list has room for every slot");
-    }
     std::thread::scope(|scope| {
-        let named = |name: String| std::thread::Builder::new().name(name);
-        let reader = named("vmdump-reader".into())
-            .spawn_scoped(scope, move || read_loop(&free_rx, work_tx, &mut fill))
-            .expect("spawn the reader thread");
         let handles: Vec<_> = (0..workers.max(1))
             .map(|i| {
                 let (work_rx, done_tx) = (work_rx.clone(), done_tx.clone());
                 let (new_worker, work) = (&new_worker, &work);
                 let name = format!("vmdump-worker-{i}");
-                named(name.clone())
+                std::thread::Builder::new()
+                    .name(name.clone())
                     .spawn_scoped(scope, move || work_loop(&name, &work_rx, &done_tx, new_worker, work))
                     .expect("spawn a worker thread")
             })
             .collect();
         drop((work_rx, done_tx));
-        let drained = write_loop(done_rx, &free_tx, &mut drain);
-        drop(free_tx);
+        let mut feeder = Feeder { free: slots, pending: BTreeMap::new(), sent: 0, drained: 0 };
+        let fed = feeder.run(&work_tx, &done_rx, &mut fill, &mut drain);
+        // The workers stop: no more work comes, and what they finish has
+        // nowhere to go.
+        drop((work_tx, done_rx));
         let mut states = Vec::with_capacity(handles.len());
         let mut failed = None;
         for handle in handles {
@@ -106,15 +108,14 @@ where
                 Err(panicked) => failed = failed.or(Some(panicked)),
             }
         }
-        let (sent, read) = reader.join().expect("the reader catches its panics");
-        let ended = match (drained, read, failed) {
-            (Err(e), _, _) | (Ok(_), Err(e), _) => Err(e),
-            (Ok(_), Ok(()), Some(panicked)) => Err(E::from(panicked)),
-            (Ok(drained), Ok(()), None) if drained != sent => Err(E::from(Panicked {
+        let ended = match (fed, failed) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Some(panicked)) => Err(E::from(panicked)),
+            (Ok(()), None) if feeder.drained != feeder.sent => Err(E::from(Panicked {
                 thread: "vmdump-writer".into(),
-                message: format!("{drained} of {sent} slots came back from the workers"),
+                message: format!("{} of {} slots came back from the workers", feeder.drained, feeder.sent),
             })),
-            (Ok(_), Ok(()), None) => Ok(()),
+            (Ok(()), None) => Ok(()),
         };
         (states, ended)
     })
@@ -156,30 +157,7 @@ where
     (vec![state], ended)
 }
 
-/// Fills slots until the input ends, `fill` fails or panics, or the writer
-/// stops. Returns how many slots it sent, and the error.
-fn read_loop<S, E: From<Panicked>>(
-    free: &Receiver<S>,
-    work: Sender<Numbered<S>>,
-    fill: &mut impl FnMut(&mut S) -> Result<bool, E>,
-) -> (u64, Result<(), E>) {
-    let mut sent = 0;
-    loop {
-        let Ok(mut slot) = free.recv() else { return (sent, Ok(())) }; // writer stopped
-        match catch_unwind(AssertUnwindSafe(|| fill(&mut slot))) {
-            Ok(Ok(true)) => {}
-            Ok(Ok(false)) => return (sent, Ok(())),
-            Ok(Err(e)) => return (sent, Err(e)),
-            Err(payload) => return (sent, Err(E::from(Panicked::from_payload("vmdump-reader", &*payload)))),
-        }
-        if work.send(Numbered { seq: sent, slot, panicked: None }).is_err() {
-            return (sent, Ok(()));
-        }
-        sent += 1;
-    }
-}
-
-/// Transforms slots until the reader stops or the writer does. A panic in
+/// Transforms slots until the feeder stops. A panic in
 /// `new_worker` or `transform` ends this worker: the slot it held goes back
 /// to the writer marked, so the run stops instead of waiting for it.
 fn work_loop<S, W>(
@@ -205,27 +183,83 @@ fn work_loop<S, W>(
     Ok(state)
 }
 
-/// Drains slots in sequence order; on error, returns at once (dropping the
-/// receivers unblocks the reader and the workers). Returns the slots drained.
-fn write_loop<S, E: From<Panicked>>(
-    done: Receiver<Numbered<S>>,
-    free: &Sender<S>,
-    drain: &mut impl FnMut(&mut S) -> Result<(), E>,
-) -> Result<u64, E> {
-    let mut pending = BTreeMap::new();
-    let mut next = 0u64;
-    for item in done.iter() {
+/// The calling thread's part: it fills free slots and hands them to the
+/// workers, and drains what comes back in fill order. It drains whatever
+/// is ready before it fills the next slot, and waits only when every slot
+/// is out (or the input has ended and some still are).
+struct Feeder<S> {
+    free: Vec<S>,
+    /// Slots back from the workers ahead of their turn.
+    pending: BTreeMap<u64, S>,
+    sent: u64,
+    drained: u64,
+}
+
+impl<S> Feeder<S> {
+    /// Runs until the input ends and every slot sent has been drained, or
+    /// to the first error of `fill` or `drain`, a panic of either (named
+    /// after the reader's and the writer's part), or of a worker. Returns
+    /// early, without an error, if every worker has stopped: the caller
+    /// learns why from the workers.
+    fn run<E: From<Panicked>>(
+        &mut self,
+        work: &Sender<Numbered<S>>,
+        done: &Receiver<Numbered<S>>,
+        fill: &mut impl FnMut(&mut S) -> Result<bool, E>,
+        drain: &mut impl FnMut(&mut S) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut input_left = true;
+        loop {
+            loop {
+                match done.try_recv() {
+                    Ok(item) => self.take_back(item, drain)?,
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return Ok(()),
+                }
+            }
+            if input_left && let Some(mut slot) = self.free.pop() {
+                if guarded("vmdump-reader", || fill(&mut slot))? {
+                    if work.send(Numbered { seq: self.sent, slot, panicked: None }).is_err() {
+                        return Ok(());
+                    }
+                    self.sent += 1;
+                } else {
+                    input_left = false;
+                }
+                continue;
+            }
+            if self.drained == self.sent {
+                return Ok(());
+            }
+            let Ok(item) = done.recv() else { return Ok(()) };
+            self.take_back(item, drain)?;
+        }
+    }
+
+    /// A slot back from a worker: drained now if it is its turn (with any
+    /// that were waiting for it), else kept until it is.
+    fn take_back<E: From<Panicked>>(
+        &mut self,
+        item: Numbered<S>,
+        drain: &mut impl FnMut(&mut S) -> Result<(), E>,
+    ) -> Result<(), E> {
         if let Some(panicked) = item.panicked {
             return Err(E::from(panicked));
         }
-        pending.insert(item.seq, item.slot);
-        while let Some(mut slot) = pending.remove(&next) {
-            drain(&mut slot)?;
-            next += 1;
-            let _ = free.send(slot);
+        self.pending.insert(item.seq, item.slot);
+        while let Some(mut slot) = self.pending.remove(&self.drained) {
+            guarded("vmdump-writer", || drain(&mut slot))?;
+            self.drained += 1;
+            self.free.push(slot);
         }
+        Ok(())
     }
-    Ok(next)
+}
+
+/// `f`, with a panic returned as [`Panicked`] under `part`'s name.
+fn guarded<T, E: From<Panicked>>(part: &str, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+    catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|payload| Err(E::from(Panicked::from_payload(part, &*payload))))
 }
 
 #[cfg(test)]

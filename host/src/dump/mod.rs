@@ -1,10 +1,10 @@
 //! The dump engine: what a [`Plan`] says, written as a kdump-compressed
 //! file (or stream, or split piece) or an ELF core.
 //!
-//! One reader thread cuts the kept pages into batches (mmap windows or
+//! The calling thread cuts the kept pages into batches (mmap windows or
 //! pread), N workers run the content stage and compress with their own
 //! plugin context, and the calling thread writes descriptors and data in pfn
-//! order (`crate::pool`). Memory is bounded by the slots in flight, whatever
+//! order (`crate::pool`; with one worker, no thread: it all runs inline). Memory is bounded by the slots in flight, whatever
 //! the size of the dumped machine. What is left out is decided by the
 //! plan's exclusion stages (`crate::exclude`).
 

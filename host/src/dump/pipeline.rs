@@ -67,11 +67,15 @@ pub fn run_pages(
     let (mut filled, settled) = (0, if inline { 0 } else { 2 * shape.slots });
     let fill = |slot: &mut Slot| {
         filled += 1;
-        if filled == settled {
-            // Every worker is at work: the code that started them (threads,
-            // their malloc arenas and TLS, in libc, ld.so and vmdump) goes
-            // back to the page cache too (crate::resident), 0.5-1 MiB that
-            // a capture kernel of several CPUs would otherwise keep.
+        if filled <= settled && filled.is_power_of_two() {
+            // The workers are starting, then at work: the code that started
+            // them (threads, their malloc arenas and TLS, in libc, ld.so and
+            // vmdump) goes back to the page cache too (crate::resident),
+            // 0.5-1 MiB that a capture kernel of several CPUs would
+            // otherwise keep, and would keep on top of the slots as they
+            // fill. At fills 1, 2, 4, ... up to twice the slots, so that it
+            // goes as soon as it has run, whenever the workers get to it,
+            // at a few reads of smaps for the whole pass.
             crate::resident::release_clean_file_pages();
         }
         reader.fill(&mut slot.pages)
@@ -94,6 +98,11 @@ pub fn run_pages(
         content.absorb(worker.content_counts());
         encode += worker.encode_stats();
     }
+    // The slots and the workers' contexts are free now: their memory and
+    // the code of the pass go back before the phases after it add theirs.
+    drop(workers);
+    crate::resident::release_free_heap();
+    crate::resident::release_clean_file_pages();
     let counts = PassCounts {
         metadata: reader.ranges().counts(),
         content,
@@ -115,7 +124,7 @@ const IN_FLIGHT_BYTES: usize = 32 << 20;
 /// capture kernel pays for each worker besides the codec's context: with
 /// batches of 1 MiB, four workers in a 4-CPU capture kernel cost 11 MiB
 /// more than makedumpfile's four threads (issue 41); at 64 KiB a worker's
-/// two slots hold 128 KiB at the most. It costs a write and a pass through
+/// slot holds 64 KiB at the most. It costs a write and a pass through
 /// the pool's channels a batch: pinned to one core, a -l -d 1 dump of a
 /// vmcore in tmpfs took 2 % longer than at 128 KiB, and that 4 % longer
 /// than at 512 KiB; from a capture kernel's /proc/vmcore, which reads far
@@ -132,16 +141,19 @@ struct Shape {
 }
 
 impl Shape {
-    /// For `threads` workers: two slots a worker and two more (a worker
-    /// never waits for the writer to catch up), batches of [`SLOT_BYTES`]
-    /// at most; workers are capped where the slots would not fit
-    /// [`IN_FLIGHT_BYTES`] (127), so that memory stays within the budget
-    /// instead of growing with the CPUs of the machine.
+    /// For `threads` workers: a slot a worker and two more (one filled and
+    /// waiting for the next worker free, one back early and waiting for its
+    /// turn to be written), batches of [`SLOT_BYTES`] at most; workers are
+    /// capped where the slots would not fit [`IN_FLIGHT_BYTES`] (254), so
+    /// that memory stays within the budget instead of growing with the
+    /// CPUs of the machine. Two slots a worker ran no faster on two cores
+    /// (-c -d 1 from one to two workers: 1.73x then, 1.70x now, medians of
+    /// 5) and cost a capture kernel of four CPUs 256 KiB more (issue 41).
     fn new(threads: usize, batch_pages: usize, page_size: usize) -> Self {
         let batch_pages = Self::slot_pages(batch_pages, page_size);
         let slot_bytes = 2 * batch_pages * page_size.max(1);
-        let workers = threads.clamp(1, (IN_FLIGHT_BYTES / (2 * slot_bytes)).saturating_sub(1).max(1));
-        Self { workers, slots: 2 * workers + 2, batch_pages }
+        let workers = threads.clamp(1, (IN_FLIGHT_BYTES / slot_bytes).saturating_sub(2).max(1));
+        Self { workers, slots: workers + 2, batch_pages }
     }
 
     /// One worker and one slot.
@@ -179,9 +191,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn workers_get_two_slots_each_and_batches_of_64_kib() {
+    fn workers_get_a_slot_each_and_two_more_and_batches_of_64_kib() {
         for threads in [1, 2, 3, 32] {
-            let shape = Shape { workers: threads, slots: 2 * threads + 2, batch_pages: 16 };
+            let shape = Shape { workers: threads, slots: threads + 2, batch_pages: 16 };
             assert_eq!(Shape::new(threads, 256, 4096), shape);
         }
         assert_eq!(Shape::new(4, 256, 65536).batch_pages, 1);
@@ -194,13 +206,13 @@ mod tests {
                 let shape = Shape::new(threads, 256, page_size);
                 let bytes = shape.slots * 2 * shape.batch_pages * page_size;
                 assert!(bytes <= IN_FLIGHT_BYTES, "{threads} workers, {page_size} B pages: {shape:?}");
-                assert!(shape.slots >= 2 * shape.workers + 2, "{threads} workers: {shape:?}");
+                assert!(shape.slots >= shape.workers + 2, "{threads} workers: {shape:?}");
                 assert!(shape.batch_pages >= 1 && shape.workers >= 1);
             }
         }
-        assert_eq!(Shape::new(64, 256, 4096), Shape { workers: 64, slots: 130, batch_pages: 16 });
-        assert_eq!(Shape::new(1024, 256, 4096).workers, 127);
-        assert_eq!(Shape::new(1024, 256, 65536).workers, 127);
+        assert_eq!(Shape::new(64, 256, 4096), Shape { workers: 64, slots: 66, batch_pages: 16 });
+        assert_eq!(Shape::new(1024, 256, 4096).workers, 254);
+        assert_eq!(Shape::new(1024, 256, 65536).workers, 254);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //!   pages a converted dump had already left out. Composed into one
 //!   ([`Composed`]), it runs twice, as makedumpfile's cyclic mode does:
 //!   once to write the bitmaps and count the pages (the data starts after
-//!   one descriptor per page kept), once on the reader thread to skip the
+//!   one descriptor per page kept), once as the pipeline reads, to skip the
 //!   excluded pages ([`DumpableRanges`]), which are never read.
 //! - **Content** ([`content::ContentStage`], on the workers): zero pages
 //!   (dump level bit 1) and the filter plugins that need the page bytes.

@@ -72,7 +72,7 @@ pub trait Input: PhysRead + Sync {
     fn eraseinfo(&self) -> Result<Vec<u8>, vmdump_format::FormatError> {
         Ok(Vec::new())
     }
-    /// A reader of pages for the reader thread: `mode` for a file that can
+    /// A reader of pages for the pipeline (`crate::pool`): `mode` for a file that can
     /// be mapped; `sparse` when many pages will be skipped.
     fn page_source(&self, mode: ReadMode, sparse: bool) -> Box<dyn PageSource + '_>;
 }

@@ -234,7 +234,7 @@ fn read_fully(file: &File, buf: &mut [u8], offset: u64) -> Result<(), (usize, io
     Ok(())
 }
 
-/// Where the pages of an input come from: fills batches on the reader thread.
+/// Where the pages of an input come from: fills batches for the pipeline (`crate::pool`).
 pub trait PageSource: Send {
     /// Puts up to `limit` pages from `pfn` (all RAM, in `run`, and kept)
     /// into `batch`; returns how many it took (at least one).

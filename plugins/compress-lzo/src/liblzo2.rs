@@ -3,6 +3,7 @@
 //! `-l` uses, so the output is byte for byte makedumpfile's.
 
 use std::ffi::{c_int, c_uchar, c_ulong, c_void};
+use std::mem::MaybeUninit;
 
 /// `LZO1X_1_MEM_COMPRESS`: 16384 dictionary entries of one pointer each.
 const WORK_MEMORY: usize = 16384 * size_of::<*const u8>();
@@ -61,10 +62,14 @@ pub fn check_abi() -> Result<(), String> {
     if rc == OK { Ok(()) } else { Err(format!("liblzo2's lzo_init failed ({rc}): a library of another ABI")) }
 }
 
-/// One encoder's dictionary, kept across pages (the library clears what it
-/// uses at each call).
+/// One encoder's dictionary, kept across pages. Left uninitialised: the
+/// library clears what it uses at each call before reading it, and on the
+/// machines where it loads 32 bits unaligned (x86_64, arm64) that is 16384
+/// entries of 16 bits, a quarter of `LZO1X_1_MEM_COMPRESS`; zeroing the
+/// rest would make 96 KiB a worker resident that is never read (issue 41:
+/// a capture kernel's memory per worker).
 pub struct Encoder {
-    work: Box<[*mut c_void]>,
+    work: Box<[MaybeUninit<*mut c_void>]>,
 }
 
 // SAFETY: the work memory is plain bytes owned by this encoder; the raw
@@ -74,7 +79,7 @@ unsafe impl Send for Encoder {}
 impl Encoder {
     /// An encoder with its work memory.
     pub fn new() -> Self {
-        Self { work: vec![std::ptr::null_mut(); WORK_MEMORY / size_of::<*const u8>()].into_boxed_slice() }
+        Self { work: Box::new_uninit_slice(WORK_MEMORY / size_of::<*const u8>()) }
     }
 
     /// Compresses `src` into `dst`, which must hold `bound(src.len())`
@@ -86,7 +91,9 @@ impl Encoder {
         // dst holds liblzo2's documented worst case for src.len() (bound),
         // so the encoder, which does not check its output, cannot overrun;
         // `work` is LZO1X_1_MEM_COMPRESS bytes, pointer-aligned, owned
-        // exclusively by this call through &mut self.
+        // exclusively by this call through &mut self; the library writes
+        // (clears) its dictionary before it reads it, so its bytes need no
+        // initial value.
         let rc = unsafe {
             lzo1x_1_compress(
                 src.as_ptr(),

@@ -74,7 +74,7 @@ pub(super) fn edit(text: &str, drop: &[&str], extra: &str) -> VmcoreInfo {
     info(&out)
 }
 
-/// The dump engine hands a classifier to its reader thread.
+/// A classifier can move between threads (the dump engine may hand it to one).
 #[test]
 fn a_classifier_over_a_vmcore_is_send() {
     fn assert_send<T: Send>() {}
