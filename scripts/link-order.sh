@@ -117,8 +117,8 @@ MAX_INSTANCES = 4
 printed = set()
 for line in open(order):
     name = symbol(line.strip())
-    if not re.fullmatch(r"[A-Za-z0-9_.$]+", name):
-        continue  # callgrind's "(below main)"
+    if not re.fullmatch(r"[A-Za-z0-9_.$]+", name) or re.fullmatch(r"0x[0-9a-f]+", name):
+        continue  # callgrind's "(below main)", and code it could name only by address
     plain = unhashed(name)
     few = all(len(b[plain]) <= MAX_INSTANCES for b in builds)
     if plain != name and few:

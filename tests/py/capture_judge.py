@@ -515,6 +515,13 @@ def judge_mem_usage_vmcore(j, args, out):
             f"{p.stderr.strip()[-300:]} vmdump {ours}, judge {want}")
 
 
+# Free pages that may sit in the per-CPU lists of each CPU past the first
+# (the kernel keeps up to a few hundred a CPU and zone): a --cpus 4 run saw
+# vmdump's FREE 33 pages further from makedumpfile's than its two runs were
+# apart; 64 a CPU leaves room and still catches a type misjudged.
+PCP_PAGES_PER_CPU = 64
+
+
 def judge_live(j, args, out):
     """What live.sh did on the running first kernel's /proc/kcore:
     --mem-usage by vmdump between two by Debian's makedumpfile (the five
@@ -548,10 +555,17 @@ def judge_live(j, args, out):
     # larger footprint (its pages are user pages taken from the free ones).
     drift = max(abs(theirs[0][t] - theirs[1][t]) for t in types)
     footprint = max(0, int(stats[runs[1]].get("maxrss_kib", 0) - max(stats[r].get("maxrss_kib", 0) for r in runs[::2]))) // 4
+    # With more than one CPU, free pages also move in and out of the other
+    # CPUs' per-CPU lists, which neither tool counts as free, at no time
+    # that makedumpfile's two runs need to catch (a --cpus 4 run: FREE 72
+    # pages from makedumpfile's nearer run, its two runs 39 apart).
+    per_cpu = PCP_PAGES_PER_CPU * (args.cpus - 1)
     apart = {t: min(abs(ours[t] - m[t]) for m in theirs) for t in types}
-    j.check(all(apart[t] <= drift + (footprint if t in ("USER", "FREE") else 0) for t in types),
+    j.check(all(apart[t] <= drift + (footprint if t in ("USER", "FREE") else 0) + (per_cpu if t == "FREE" else 0)
+                for t in types),
             f"--mem-usage types: vmdump's counts within what the live system moved of makedumpfile's "
-            f"(its runs {drift} pages apart, vmdump {footprint} pages larger): {apart}", f"{apart}")
+            f"(its runs {drift} pages apart, vmdump {footprint} pages larger, {per_cpu} free pages in other CPUs' "
+            f"lists): {apart}", f"{apart}")
     judge_live_dump(j, args, live)
 
 
@@ -654,21 +668,15 @@ def judge_triage(j, args, out, serial):
 # run to run; code that moves out of host/link-order.txt costs 0.5 to 0.8
 # MiB (three times so far), which this catches.
 RSS_SLACK = 1.0
-# What threads cost vmdump in a capture kernel of several CPUs: going from
-# one worker (inline, no thread) to a pipeline of threads (the reader's,
-# the writer's and the workers' stacks and malloc arenas, the code of
-# threads and channels) THREADED_KIB, then each worker past the first its
-# LZO dictionary (128 KiB) or zlib tables, its two slots of stored bytes
-# (64 KiB each), its stack and arena, WORKER_KIB; measured 620 to 1080 KiB
-# and 200 to 300 KiB (README). Debian's makedumpfile 1.7.2 is no measure
-# there: in the capture kernel its --num-threads runs cost it no memory and
-# no time (peak RSS and wall time flat from 1 to 4 threads), as if one
-# thread did the work. So vmdump at T workers is held to makedumpfile's
-# one thread, plus THREADED_KIB and WORKER_KIB for each worker past the
-# first when T > 1 (issue 41 asked for at or below makedumpfile's at the
-# same count: not met, see the README).
-THREADED_KIB = 1024
-WORKER_KIB = 384
+# In a capture kernel of several CPUs, the same at each thread count of the
+# distributions' threaded lines: vmdump's peak RSS at or below
+# makedumpfile's at that count (issue 41). Debian's makedumpfile 1.7.2 pays
+# almost nothing for its threads there (its peak RSS and CPU time flat from
+# 1 to 4 threads, as if one thread did the work), so this holds vmdump's
+# threads to about nothing too: no reader thread, a slot a worker and one
+# more, LZO's dictionary only where liblzo2 writes it, the code that
+# started the threads given back (README: 0.82x at 2 threads, 0.95-0.97x
+# at 4, where a worker costs vmdump about 240 KiB).
 RSS_VERDICT = ("above makedumpfile's: has the code moved out of host/link-order.txt? "
                "(scripts/link-order.sh)")
 
@@ -709,8 +717,7 @@ def judge_threads(j, args, out):
     makedumpfile -R and after vmdump's own -R), those at N threads read
     back page for page like every dump (vmdump verify, libkdumpfile, drgn;
     the pfns equal the judge's); vmdump's peak RSS at or below
-    makedumpfile's one thread's and what threads may cost (THREADED_KIB,
-    WORKER_KIB), codec by codec (makedumpfile
+    makedumpfile's at the same thread count, codec by codec (makedumpfile
     1.7.2's threaded dumps are known to be wrong: only its time and memory
     count)."""
     nproc = (out / "nproc.txt").read_text().strip() if (out / "nproc.txt").exists() else "(no nproc.txt)"
@@ -761,18 +768,15 @@ def judge_threads(j, args, out):
             ours, theirs = dumpable_pfns(full), dumpable_pfns(out / "judge.d31")
             j.check(ours == theirs, f"{full.name}: the pfns in the file equal the judge's ({len(theirs)})",
                     f"{len(set(ours) - set(theirs))} only vmdump's, {len(set(theirs) - set(ours))} only the judge's")
-        one_thread = read_stat(out / f"{threaded_run(line, 'makedumpfile', 1)}.stat").get("maxrss_kib", 0)
         for t in threads:
             m, r = (read_stat(out / f"{threaded_run(line, tool, t)}.stat") for tool in ("vmdump", "makedumpfile"))
             ours, theirs = m.get("maxrss_kib", 0), r.get("maxrss_kib", 0)
             where = ", ".join(f"{k.removesuffix('_kib')} {m.get(k, 0):.0f}"
                               for k in ("binary_kib", "libs_kib", "anon_kib", "stack_kib"))
             name = threaded_run(line, "vmdump", t)
-            limit = one_thread * RSS_SLACK + (t > 1) * THREADED_KIB + (t - 1) * WORKER_KIB
-            j.check(0 < ours <= limit,
+            j.check(0 < ours <= theirs * RSS_SLACK,
                     f"{line} {spec['codec']} at {t} thread{'s' if t > 1 else ''}: vmdump's peak RSS {ours:.0f} KiB "
-                    f"({where}), makedumpfile's {theirs:.0f} KiB ({ours / max(theirs, 1):.2f}x), at most "
-                    f"makedumpfile's one thread's {one_thread:.0f} KiB + {limit - one_thread:.0f} KiB of threads",
+                    f"({where}), makedumpfile's {theirs:.0f} KiB at the same count ({ours / max(theirs, 1):.2f}x)",
                     f"above; vmdump's largest mappings then: {largest_mappings(out / f'{name}.stat.peak')}")
 
 

@@ -141,19 +141,21 @@ struct Shape {
 }
 
 impl Shape {
-    /// For `threads` workers: a slot a worker and two more (one filled and
-    /// waiting for the next worker free, one back early and waiting for its
-    /// turn to be written), batches of [`SLOT_BYTES`] at most; workers are
-    /// capped where the slots would not fit [`IN_FLIGHT_BYTES`] (254), so
-    /// that memory stays within the budget instead of growing with the
-    /// CPUs of the machine. Two slots a worker ran no faster on two cores
-    /// (-c -d 1 from one to two workers: 1.73x then, 1.70x now, medians of
-    /// 5) and cost a capture kernel of four CPUs 256 KiB more (issue 41).
+    /// For `threads` workers: a slot a worker and one more (filled while
+    /// the workers encode, or back early and waiting for its turn to be
+    /// written), batches of [`SLOT_BYTES`] at most; workers are capped
+    /// where the slots would not fit [`IN_FLIGHT_BYTES`] (255), so that
+    /// memory stays within the budget instead of growing with the CPUs of
+    /// the machine. Two slots a worker and two more ran no faster on two
+    /// cores (-c -d 1 of vmcore-SK from one to two workers, medians of 5:
+    /// 1.73x, against 1.62-1.70x with two more and 1.60-1.62x with one
+    /// more, the machine moving as much between runs) and cost a capture
+    /// kernel of four CPUs 320 KiB more (issue 41).
     fn new(threads: usize, batch_pages: usize, page_size: usize) -> Self {
         let batch_pages = Self::slot_pages(batch_pages, page_size);
         let slot_bytes = 2 * batch_pages * page_size.max(1);
-        let workers = threads.clamp(1, (IN_FLIGHT_BYTES / slot_bytes).saturating_sub(2).max(1));
-        Self { workers, slots: workers + 2, batch_pages }
+        let workers = threads.clamp(1, (IN_FLIGHT_BYTES / slot_bytes).saturating_sub(1).max(1));
+        Self { workers, slots: workers + 1, batch_pages }
     }
 
     /// One worker and one slot.
@@ -191,9 +193,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn workers_get_a_slot_each_and_two_more_and_batches_of_64_kib() {
+    fn workers_get_a_slot_each_and_one_more_and_batches_of_64_kib() {
         for threads in [1, 2, 3, 32] {
-            let shape = Shape { workers: threads, slots: threads + 2, batch_pages: 16 };
+            let shape = Shape { workers: threads, slots: threads + 1, batch_pages: 16 };
             assert_eq!(Shape::new(threads, 256, 4096), shape);
         }
         assert_eq!(Shape::new(4, 256, 65536).batch_pages, 1);
@@ -206,13 +208,13 @@ mod tests {
                 let shape = Shape::new(threads, 256, page_size);
                 let bytes = shape.slots * 2 * shape.batch_pages * page_size;
                 assert!(bytes <= IN_FLIGHT_BYTES, "{threads} workers, {page_size} B pages: {shape:?}");
-                assert!(shape.slots >= shape.workers + 2, "{threads} workers: {shape:?}");
+                assert!(shape.slots > shape.workers, "{threads} workers: {shape:?}");
                 assert!(shape.batch_pages >= 1 && shape.workers >= 1);
             }
         }
-        assert_eq!(Shape::new(64, 256, 4096), Shape { workers: 64, slots: 66, batch_pages: 16 });
-        assert_eq!(Shape::new(1024, 256, 4096).workers, 254);
-        assert_eq!(Shape::new(1024, 256, 65536).workers, 254);
+        assert_eq!(Shape::new(64, 256, 4096), Shape { workers: 64, slots: 65, batch_pages: 16 });
+        assert_eq!(Shape::new(1024, 256, 4096).workers, 255);
+        assert_eq!(Shape::new(1024, 256, 65536).workers, 255);
     }
 
     #[test]
