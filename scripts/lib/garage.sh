@@ -31,6 +31,30 @@ free_port() {
     /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# await_store NAME PID DIR COMMAND...: waits until COMMAND succeeds (the
+# store answers), for a minute at most; if the store exits or does not
+# answer by then, says so with the end of DIR/server.log and stops it.
+await_store() {
+    local name=$1 pid=$2 dir=$3 tries=0
+    shift 3
+    until "$@" > /dev/null 2>&1; do
+        if ! kill -0 "$pid" 2> /dev/null || ((++tries > 120)); then
+            echo "$name did not start (its log: $dir/server.log):" >&2
+            tail -n 20 "$dir/server.log" >&2
+            kill "$pid" 2> /dev/null
+            return 1
+        fi
+        sleep 0.5
+    done
+}
+
+# write_store_env FILE PID_NAME PID ENDPOINT REGION KEY SECRET: what a
+# client needs to reach a store, as other S3 tools read it, 0600.
+write_store_env() {
+    (umask 077 && printf '%s=%s\n' "$2" "$3" AWS_ENDPOINT_URL "$4" AWS_REGION "$5" \
+        AWS_ACCESS_KEY_ID "$6" AWS_SECRET_ACCESS_KEY "$7" BUCKET dumps > "$1")
+}
+
 # garage_single_node GARAGE DIR: starts one node with its metadata and data
 # in DIR, its S3 API and RPC on free ports of 127.0.0.1, a bucket `dumps`
 # and a key that may read and write it; waits until it answers. Writes
@@ -64,25 +88,9 @@ EOF
     )
     GARAGE_DEFAULT_ACCESS_KEY=$key GARAGE_DEFAULT_SECRET_KEY=$secret GARAGE_DEFAULT_BUCKET=dumps \
         "$garage" -c "$dir/garage.toml" server --single-node --default-bucket > "$dir/server.log" 2>&1 &
-    local pid=$! tries=0
-    until "$garage" -c "$dir/garage.toml" bucket info dumps > /dev/null 2>&1; do
-        if ! kill -0 "$pid" 2> /dev/null || ((++tries > 120)); then
-            echo "garage did not start (its log: $dir/server.log):" >&2
-            tail -n 20 "$dir/server.log" >&2
-            kill "$pid" 2> /dev/null
-            return 1
-        fi
-        sleep 0.5
-    done
-    (umask 077 && cat > "$dir/env" <<EOF
-GARAGE_PID=$pid
-AWS_ENDPOINT_URL=http://127.0.0.1:$s3
-AWS_REGION=garage
-AWS_ACCESS_KEY_ID=$key
-AWS_SECRET_ACCESS_KEY=$secret
-BUCKET=dumps
-EOF
-    )
+    local pid=$!
+    await_store garage "$pid" "$dir" "$garage" -c "$dir/garage.toml" bucket info dumps || return 1
+    write_store_env "$dir/env" GARAGE_PID "$pid" "http://127.0.0.1:$s3" garage "$key" "$secret"
 }
 
 # s3s-fs, the stricter second store (issue 42): it refuses what AWS refuses
@@ -107,7 +115,9 @@ ensure_s3s_fs() {
 
 # s3s_fs_node S3S_FS DIR: serves DIR/root (a folder a bucket, `dumps`
 # made) on a free port of 127.0.0.1 with a key of its own; writes DIR/env
-# as garage_single_node does.
+# as garage_single_node does. s3s-fs takes its key only on its command
+# line, where `ps` shows it to this machine's users: a key made for the
+# run, for a store on 127.0.0.1 that holds the test's objects alone.
 s3s_fs_node() {
     local s3s=$1 dir=$2 port key secret
     mkdir -p "$dir/root/dumps" && chmod 700 "$dir"
@@ -116,23 +126,7 @@ s3s_fs_node() {
     secret=$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')
     "$s3s" --host 127.0.0.1 --port "$port" --access-key "$key" --secret-key "$secret" "$dir/root" \
         > "$dir/server.log" 2>&1 &
-    local pid=$! tries=0
-    until (: < "/dev/tcp/127.0.0.1/$port") 2> /dev/null; do
-        if ! kill -0 "$pid" 2> /dev/null || ((++tries > 120)); then
-            echo "s3s-fs did not start (its log: $dir/server.log):" >&2
-            tail -n 20 "$dir/server.log" >&2
-            kill "$pid" 2> /dev/null
-            return 1
-        fi
-        sleep 0.25
-    done
-    (umask 077 && cat > "$dir/env" <<ENV
-S3S_FS_PID=$pid
-AWS_ENDPOINT_URL=http://127.0.0.1:$port
-AWS_REGION=us-east-1
-AWS_ACCESS_KEY_ID=$key
-AWS_SECRET_ACCESS_KEY=$secret
-BUCKET=dumps
-ENV
-    )
+    local pid=$!
+    await_store s3s-fs "$pid" "$dir" bash -c "(: < /dev/tcp/127.0.0.1/$port) 2> /dev/null" || return 1
+    write_store_env "$dir/env" S3S_FS_PID "$pid" "http://127.0.0.1:$port" us-east-1 "$key" "$secret"
 }
