@@ -27,5 +27,6 @@ pub mod progress;
 pub mod ranges;
 pub mod read;
 pub mod resident;
+pub mod store;
 pub mod triage;
 pub mod xlat;

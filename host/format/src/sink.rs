@@ -5,6 +5,7 @@
 
 use std::fs::File;
 use std::io::{self, Write};
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
 
 use crate::flat::FlatWriter;
@@ -16,6 +17,25 @@ pub trait Sink {
     /// # Errors
     /// The I/O error, or [`SinkError::LimitReached`] when a size limit stops it.
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), SinkError>;
+
+    /// Says that the bytes of `range` are final: no later write touches
+    /// them. A sink that gathers bytes before it sends them (an object
+    /// store's parts) sends them then; others need not know. Bytes never
+    /// written (holes, read as zeros) may be settled too.
+    ///
+    /// # Errors
+    /// The sink's error in sending them.
+    fn settle(&mut self, range: Range<u64>) -> Result<(), SinkError> {
+        let _ = range;
+        Ok(())
+    }
+
+    /// Says that the dump will not be longer than `len` bytes (known once
+    /// the first pass has counted the pages), so that a sink can lay out
+    /// what is still to come.
+    fn expect_at_most(&mut self, len: u64) {
+        let _ = len;
+    }
 
     /// Waits until what was written is on disk, when the sink was asked to
     /// (a file with `--sync`); nothing otherwise.

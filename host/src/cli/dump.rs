@@ -231,8 +231,16 @@ pub(super) fn sink_for(
     })
 }
 
-/// Writes the dump of `plan` to the output file or stdout.
-fn write_dump(args: &DumpArgs, profile: &Profile, plan: &Plan<'_>) -> anyhow::Result<DumpReport> {
+/// Writes the dump of `plan` to the output file, stdout or an object.
+fn write_dump(
+    args: &DumpArgs,
+    profile: &Profile,
+    plan: &Plan<'_>,
+    kernel: Option<&crate::kernel::KernelView<'_>>,
+) -> anyhow::Result<DumpReport> {
+    if let Some(name) = crate::store::ObjectName::of_path(&args.output) {
+        return super::object::write_dump(args, profile, plan, kernel, &name);
+    }
     let to_stdout = args.output == Path::new("-");
     let file = if to_stdout { None } else { Some(create_output(&args.output, args.force)?) };
     let encrypted = !profile.output.recipients.is_empty();
@@ -398,7 +406,7 @@ pub fn run_with(
     plan.notes().iter().for_each(|note| eprintln!("vmdump: warning: {note}"));
     let report = match super::split::outputs(args, profile)? {
         Some(outputs) => super::split::write_pieces(args, profile, &plan, &outputs)?,
-        None => write_dump(args, profile, &plan)?,
+        None => write_dump(args, profile, &plan, kernel.as_ref())?,
     };
     print_outcome(args, &report)?;
     if let Some(json) = &progress.json {

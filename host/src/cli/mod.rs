@@ -11,6 +11,7 @@ mod dump;
 mod estimate;
 mod info;
 mod mem_usage;
+mod object;
 mod plugins;
 pub(crate) mod reassemble;
 mod split;

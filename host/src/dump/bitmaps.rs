@@ -48,7 +48,9 @@ pub fn write_bitmaps(
         }
         kept.total += w.kept_in(&(0..u64::MAX));
         kept.in_piece += w.kept_in(piece.unwrap_or(&(0..u64::MAX)));
-        sink.write_at(layout.bitmap1_offset + w.offset, w.ram)?;
+        let at = layout.bitmap1_offset + w.offset;
+        sink.write_at(at, w.ram)?;
+        sink.settle(at..at + w.ram.len() as u64)?;
         // Zeros without a piece: the blocks are taken while there is room,
         // so an incomplete dump can still close its bitmap.
         let second = if piece.is_some() { w.kept } else { &zeros[..w.kept.len()] };

@@ -56,9 +56,17 @@ pub struct DumpReport {
     pub image_unprotected: Option<String>,
     /// Bytes filters erased, and the eraseinfo lines that record them.
     pub erased: (u64, usize),
+    /// The object the dump went to, and what its upload took.
+    pub store: Option<(String, crate::store::TrafficCounts)>,
 }
 
 impl DumpReport {
+    /// This report, of a dump that went to `object` with `traffic`.
+    pub fn with_store(mut self, object: String, traffic: crate::store::TrafficCounts) -> Self {
+        self.store = Some((object, traffic));
+        self
+    }
+
     /// The report of a dump of `plan`, once its pages are written: what was
     /// `excluded`, the pfns the bitmaps cover, the pages with a descriptor,
     /// and why it stopped short, if it did.
@@ -91,6 +99,7 @@ impl DumpReport {
                 .kernel()
                 .filter(|_| !plan.level().classified().is_empty())
                 .and_then(|k| k.image_pfns().err().map(|e| e.to_string())),
+            store: None,
             erased: {
                 let erasures = &plan.exclusion().marks().erasures;
                 (erasures.bytes(), erasures.eraseinfo().lines().count())
@@ -179,6 +188,7 @@ impl DumpReport {
             pages_in_file: self.pages_in_file,
             bytes_written: self.bytes_written,
             excluded,
+            store: self.store.as_ref().map(|(_, traffic)| *traffic),
         };
         crate::progress::JsonLine { phase: "done", elapsed_s, fields }
     }
@@ -282,6 +292,13 @@ impl DumpReport {
                 self.erased.0, self.erased.1
             );
         }
+        if let Some((object, traffic)) = &self.store {
+            let _ = writeln!(
+                t,
+                "Object store    : {object}: {} requests, {} retried, {} bytes sent",
+                traffic.requests, traffic.retries, traffic.bytes_sent
+            );
+        }
         if let Some(seconds) = self.classify_seconds {
             let _ =
                 writeln!(t, "Classification  : {:.3} s (struct pages of {} pfns)", seconds, self.max_mapnr);
@@ -334,6 +351,9 @@ pub struct Done<'a> {
     pub bytes_written: u64,
     /// Pages left out, by class.
     pub excluded: Excluded,
+    /// The object store's requests, when the dump went to one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<crate::store::TrafficCounts>,
 }
 
 /// Pages left out, by makedumpfile's classes, and (in a dump's report) as

@@ -47,13 +47,41 @@ pub struct Profile {
 }
 
 /// `[output]`: the public keys every file a dump writes is encrypted to
-/// (docs/encryption.md); none = written in the clear.
+/// (docs/encryption.md); none = written in the clear. And an object store
+/// the dump goes to (docs/object-storage.md): `target`, the keys after it
+/// apply to `s3://` outputs given on the command line too.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct OutputSection {
     /// age X25519 recipients (`age1...`) and OpenSSH public keys
     /// (`ssh-ed25519 ...`, `ssh-rsa ...`), as `--encrypt-to` takes them.
     pub recipients: Vec<String>,
+    /// `s3://BUCKET/KEY-TEMPLATE`: in makedumpfile mode, where the dump goes
+    /// instead of the file the script names (which then holds a manifest).
+    /// The template's `{host}`, `{release}` and `{time}` are the crashed
+    /// machine's host name and kernel release and the dump's UTC time.
+    pub target: Option<String>,
+    /// The store's URL (`https://host[:port]`); default `AWS_ENDPOINT_URL`,
+    /// else AWS's regional endpoint.
+    pub endpoint: Option<String>,
+    /// The signing region; default `AWS_REGION`, else `us-east-1`.
+    pub region: Option<String>,
+    /// Size of the dump's parts in MiB (5 to 5120; larger parts when the
+    /// dump could need more than 10,000) [default: 8].
+    pub part_mib: Option<u64>,
+    /// Seconds a request may go on being retried [default: 120].
+    pub retry_seconds: Option<u64>,
+    /// Seconds one attempt of a request may take [default: 60].
+    pub request_timeout_seconds: Option<u64>,
+    /// A file of the key, mode 0600 or stricter, in the format of AWS's
+    /// `credentials` file; default: the `AWS_*` environment.
+    pub credentials: Option<PathBuf>,
+    /// PEM certificates a private store's certificate is checked against.
+    pub ca_file: Option<PathBuf>,
+    /// Allow a plain `http://` endpoint that is not on this machine.
+    pub allow_http: bool,
+    /// A directory the dump is written to when the store stays away.
+    pub fallback: Option<PathBuf>,
 }
 
 /// `[triage]`: in makedumpfile mode, the triage report (`vmdump triage

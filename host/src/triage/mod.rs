@@ -6,7 +6,7 @@
 
 mod registers;
 mod stack;
-mod time;
+pub(crate) mod time;
 
 use serde::Serialize;
 
@@ -15,7 +15,7 @@ use registers::Registers;
 pub use stack::{Frame, StackMethod};
 
 /// What `vmdump triage` reports.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Triage {
     /// `init_uts_ns`'s release (VMCOREINFO's `OSRELEASE`).
     pub release: Option<String>,

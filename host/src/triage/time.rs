@@ -8,6 +8,14 @@ pub fn utc(seconds: i64) -> String {
     format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC", rest / 3600, rest / 60 % 60, rest % 60)
 }
 
+/// `seconds` in ISO 8601's basic format, `YYYYMMDDTHHMMSSZ` (what S3's
+/// signatures carry).
+pub fn utc_basic(seconds: i64) -> String {
+    let (days, rest) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    let (year, month, day) = civil_from_days(days);
+    format!("{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z", rest / 3600, rest / 60 % 60, rest % 60)
+}
+
 /// The proleptic Gregorian date of a day count from 1970-01-01: eras of
 /// 400 years (146,097 days) that start on March 1st, so that the leap day
 /// ends each year.
@@ -34,5 +42,6 @@ mod tests {
         assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
         assert_eq!(utc(1_700_000_000), "2023-11-14 22:13:20 UTC");
         assert_eq!(utc(-1), "1969-12-31 23:59:59 UTC");
+        assert_eq!(super::utc_basic(1_369_353_600), "20130524T000000Z");
     }
 }

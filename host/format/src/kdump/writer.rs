@@ -111,6 +111,7 @@ impl DumpableBitmap {
         if at < self.len {
             let len = (self.len - at).min(self.chunk_bytes()) as usize;
             sink.write_at(self.offset + at, &self.chunk[..len])?;
+            sink.settle(self.offset + at..self.offset + at + len as u64)?;
         }
         self.chunk.fill(0);
         self.index += 1;
@@ -213,11 +214,15 @@ impl<'s> KdumpWriter<'s> {
             dropped: 0,
             lost: 0,
         };
+        // The 1st bitmap is final, and so are the gaps before the tables.
+        writer.sink.settle(layout.bitmap1_offset..layout.bitmap2_offset)?;
+        writer.sink.settle(layout.bitmap2_offset + layout.bitmap_len..layout.page_desc_offset)?;
         if pre.exclude_zero {
             writer.zero_page = Some(layout.data_offset);
             writer.sink.write_at(layout.data_offset, &vec![0; page_size as usize])?;
             writer.data_end += page_size;
         }
+        writer.sink.settle(layout.page_desc_offset + PAGE_DESC_SIZE as u64 * writer.expected_pages..writer.data_end)?;
         Ok(writer)
     }
 
@@ -241,6 +246,7 @@ impl<'s> KdumpWriter<'s> {
             self.flush_descriptors()?;
         }
         self.sink.write_at(self.data_end, data)?;
+        self.sink.settle(self.data_end..self.data_end + data.len() as u64)?;
         let mut offset = self.data_end;
         for (pfn, record) in (first_pfn..).zip(records) {
             let desc = match *record {
@@ -274,6 +280,7 @@ impl<'s> KdumpWriter<'s> {
     /// sets their pages' bits.
     fn flush_descriptors(&mut self) -> Result<(), SinkError> {
         self.sink.write_at(self.descs_at, &self.descs)?;
+        self.sink.settle(self.descs_at..self.descs_at + self.descs.len() as u64)?;
         self.descs_at += self.descs.len() as u64;
         self.descs.clear();
         if let Some(dumpable) = self.dumpable.as_mut() {

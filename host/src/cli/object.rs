@@ -1,0 +1,147 @@
+//! `s3://` outputs on the command line and in the profile: the store from
+//! `[output]` and the environment, the diagnosis (triage and kernel log)
+//! put first as objects of their own, then the dump by multipart upload,
+//! and the local fallback when the store stays away.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use super::dump::DumpArgs;
+use crate::crypt::Recipients;
+use crate::dump::{DumpReport, dump};
+use crate::kernel::KernelView;
+use crate::plan::Plan;
+use crate::profile::{OutputFormat, Profile};
+use crate::store::{ObjectName, ObjectSink, Store, StoreSettings, put_object};
+use crate::triage::Triage;
+
+/// The store the profile's `[output]` and the process's environment name.
+///
+/// # Errors
+/// No key, a key file others can read, plain HTTP to another machine, a
+/// bad CA file.
+pub(super) fn open_store(profile: &Profile) -> anyhow::Result<(Arc<Store>, StoreSettings)> {
+    let settings = StoreSettings::resolve(&profile.output, &|name| std::env::var(name).ok())?;
+    let store = Store::new(settings.config.clone())?;
+    Ok((Arc::new(store), settings))
+}
+
+/// The suffixes of the objects put beside a dump.
+pub const TRIAGE_SUFFIX: &str = ".triage.json";
+/// The kernel log's.
+pub const DMESG_SUFFIX: &str = ".dmesg.txt";
+
+/// Object metadata of a dump's objects: what `vmdump list` and the store's
+/// own search show without reading the objects. S3 metadata is ASCII:
+/// other characters become `?`, and each value is cut at 200.
+fn metadata(triage: &Triage, host: &str, encrypted: bool) -> Vec<(&'static str, String)> {
+    let clean = |text: &str| -> String {
+        text.chars().map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '?' }).take(200).collect()
+    };
+    let mut fields = vec![("x-amz-meta-vmdump-host", clean(host))];
+    if encrypted {
+        // The panic message and the release say what ran: not in the clear.
+        fields.push(("x-amz-meta-vmdump-encrypted", "yes".into()));
+        return fields;
+    }
+    let facts = [
+        ("x-amz-meta-vmdump-release", &triage.release),
+        ("x-amz-meta-vmdump-build-id", &triage.build_id),
+        ("x-amz-meta-vmdump-crash-time", &triage.crash_time),
+        ("x-amz-meta-vmdump-panic", &triage.panic),
+    ];
+    fields.extend(facts.into_iter().filter_map(|(name, value)| Some((name, clean(value.as_deref()?)))));
+    fields
+}
+
+/// The crashed machine's host name, from the dump's utsname.
+fn host_name(plan: &Plan<'_>) -> String {
+    plan.utsname().map(|u| String::from_utf8_lossy(u.get(1)).into_owned()).unwrap_or_default()
+}
+
+/// Puts the triage (JSON) and the kernel log beside `name`, before the
+/// dump: a dump whose upload fails still leaves them. Each that cannot be
+/// made or put is a warning, never a lost dump. Returns the dump's
+/// metadata.
+fn put_diagnosis(
+    store: &Store,
+    name: &ObjectName,
+    plan: &Plan<'_>,
+    kernel: Option<&KernelView<'_>>,
+    recipients: &Recipients,
+) -> Vec<(&'static str, String)> {
+    let Some(kernel) = kernel else {
+        eprintln!("vmdump: warning: no kernel to read: no triage or kernel log is put beside {name}");
+        return metadata(&Triage::default(), &host_name(plan), !recipients.is_empty());
+    };
+    let triage = Triage::read(kernel, plan.input().notes());
+    let meta = metadata(&triage, &host_name(plan), !recipients.is_empty());
+    let json = serde_json::to_string_pretty(&triage).map(|j| j + "\n").map_err(anyhow::Error::from);
+    let log = crate::dmesg::kernel_log(kernel.memory(), kernel.info()).map_err(anyhow::Error::from);
+    for (suffix, body, kind) in [(TRIAGE_SUFFIX, json.map(String::into_bytes), "application/json"), (DMESG_SUFFIX, log, "text/plain")] {
+        let object = name.with_suffix(suffix);
+        let put = body.and_then(|body| {
+            let body = if recipients.is_empty() { body } else { recipients.encrypt(&body)? };
+            let mut headers = meta.clone();
+            headers.push(("content-type", kind.into()));
+            Ok(put_object(store, &object, &body, headers)?)
+        });
+        if let Err(e) = put {
+            eprintln!("vmdump: warning: {object} was not put: {e:#}");
+        }
+    }
+    meta
+}
+
+/// Writes the dump of `plan` into object `name`: the diagnosis first, then
+/// the dump (the kdump format whatever `-F` says: an object is read by
+/// ranges, never as a stream). When the store fails and the profile names
+/// a fallback directory, the dump goes there instead.
+///
+/// # Errors
+/// The store's error (the upload is aborted), or the fallback's.
+pub(super) fn write_dump(
+    args: &DumpArgs,
+    profile: &Profile,
+    plan: &Plan<'_>,
+    kernel: Option<&KernelView<'_>>,
+    name: &ObjectName,
+) -> anyhow::Result<DumpReport> {
+    if args.elf || args.split.is_some() {
+        anyhow::bail!("{name}: an object store takes the kdump format, not ELF output nor split pieces");
+    }
+    let recipients = profile.recipients()?;
+    if !recipients.is_empty() {
+        anyhow::bail!("{name}: encrypted dumps cannot go to an object store yet: write them to a file");
+    }
+    let (store, settings) = open_store(profile)?;
+    let mut headers = put_diagnosis(&store, name, plan, kernel, &recipients);
+    headers.push(("content-type", "application/octet-stream".into()));
+    let mut sink = ObjectSink::new(store.clone(), name.clone(), settings.part_size, headers);
+    let uploaded = dump(plan, &mut sink).with_context(|| format!("dump to {name} failed (the upload was aborted)"));
+    let report = match (uploaded, &settings.fallback) {
+        (Ok(report), _) => report,
+        (Err(e), Some(dir)) => {
+            drop(sink);
+            eprintln!("vmdump: warning: {e:#}");
+            return write_fallback(plan, profile, name, dir);
+        }
+        (Err(e), None) => return Err(e),
+    };
+    let traffic = store.traffic();
+    Ok(report.with_store(name.to_string(), traffic))
+}
+
+/// The dump written to `dir` when the store failed: a file named after the
+/// object's key (its `/` as `_`).
+fn write_fallback(plan: &Plan<'_>, profile: &Profile, name: &ObjectName, dir: &Path) -> anyhow::Result<DumpReport> {
+    let path: PathBuf = dir.join(name.key.replace('/', "_"));
+    eprintln!("vmdump: writing the dump to the fallback {} instead", path.display());
+    let file = super::dump::create_output(&path, false)?;
+    let mut local = profile.clone();
+    local.dump.format = OutputFormat::Kdump;
+    let mut sink = super::dump::sink_for(Some(file), &local, None, true)?;
+    dump(plan, sink.as_mut()).with_context(|| format!("dump to the fallback {} failed", path.display()))
+}
