@@ -106,4 +106,5 @@ pub fn build_c_plugin_with(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
 
 pub mod dumps;
 pub mod kernel_log;
+pub mod store;
 pub mod synthetic;

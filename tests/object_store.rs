@@ -1,0 +1,125 @@
+//! Dumps straight into an S3-compatible store (issue 42), on real stores
+//! started on 127.0.0.1: Garage, and s3s-fs, which refuses what AWS
+//! refuses and Garage lets through. Each object is downloaded by curl (not
+//! vmdump) and compared byte for byte with the local file of the same call,
+//! then read page by page through libkdumpfile and drgn.
+
+mod support;
+
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use support::dumps::{Fixture, all_fixtures, drgn_compare, libkdumpfile_compare, vmdump_ok};
+use support::store::{Kind, Store};
+use support::temp_dir;
+
+/// `vmdump dump OPTIONS ELF s3://dumps/KEY` and the same to a local file;
+/// the object (downloaded by curl) equals the file. Returns the file.
+fn dump_both(store: &Store, fixture: &Fixture, options: &[&str], key: &str, dir: &Path) -> std::path::PathBuf {
+    let local = dir.join(key.replace('/', "_"));
+    let url = store.url(key);
+    let args = |out: &str| -> Vec<String> {
+        let mut args: Vec<String> = ["dump", "--no-progress"].iter().chain(options).map(|s| s.to_string()).collect();
+        args.extend([fixture.elf.to_str().unwrap().to_string(), out.to_string()]);
+        args
+    };
+    let out = store.vmdump(args(&url));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}: dump to {url}: {stderr}", fixture.name);
+    assert!(stderr.contains(&format!("Object store    : {url}: ")), "{stderr}");
+    vmdump_ok(args(local.to_str().unwrap()));
+    let object = dir.join(format!("{}.object", key.replace('/', "_")));
+    assert!(store.download(key, &object), "{url} was not downloaded");
+    let (a, b) = (std::fs::read(&object).unwrap(), std::fs::read(&local).unwrap());
+    assert!(a == b, "{}: {url} ({} bytes) differs from the local file ({} bytes)", fixture.name, a.len(), b.len());
+    object
+}
+
+/// A profile with `[output]` lines.
+fn profile(dir: &Path, output: &str) -> std::path::PathBuf {
+    let path = dir.join("profile.toml");
+    std::fs::write(&path, format!("[output]\n{output}\n")).unwrap();
+    path
+}
+
+#[test]
+fn fixtures_in_garage_are_their_local_files_page_exact_with_the_diagnosis_beside() {
+    let Some(fixtures) = all_fixtures() else { return };
+    let store = Store::start(Kind::Garage, "fixtures");
+    let dir = temp_dir("object-fixtures");
+    for fixture in &fixtures {
+        let key = format!("{}/vmcore", fixture.name);
+        let object = dump_both(&store, fixture, &["-d", "31", "--compress", "zlib"], &key, &dir);
+        let pages = libkdumpfile_compare(&object, &fixture.elf);
+        assert!(pages.different == 0 && pages.equal > 0, "{}: libkdumpfile: {}", fixture.name, pages.raw);
+        let drgn = drgn_compare(&object, &fixture.elf);
+        assert_eq!((drgn.equal, drgn.different), (pages.equal, 0), "{}: drgn: {}", fixture.name, drgn.raw);
+        // The diagnosis, put before the dump, with searchable metadata.
+        let triage = dir.join("triage.json");
+        assert!(store.download(&format!("{key}.triage.json"), &triage), "{}: no triage object", fixture.name);
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&triage).unwrap()).unwrap();
+        let release = json["release"].as_str().expect("a release");
+        let head = store.head(&format!("{key}.triage.json")).unwrap();
+        assert!(head.contains(&format!("x-amz-meta-vmdump-release: {}", release.to_ascii_lowercase())), "{head}");
+        let log = dir.join("dmesg.txt");
+        assert!(store.download(&format!("{key}.dmesg.txt"), &log), "{}: no kernel log object", fixture.name);
+        let local_log = store.vmdump([OsStr::new("dmesg"), fixture.elf.as_os_str()]).stdout;
+        assert!(std::fs::read(&log).unwrap() == local_log, "{}: the log object differs", fixture.name);
+        eprintln!("{}: {key}: identical to the local file, {} pages equal through libkdumpfile and drgn", fixture.name, pages.equal);
+    }
+    assert!(store.open_uploads().is_empty(), "uploads left open: {:?}", store.open_uploads());
+}
+
+#[test]
+fn the_strict_store_accepts_every_upload_of_parts_of_five_mib() {
+    let Some(fixtures) = all_fixtures() else { return };
+    let store = Store::start(Kind::S3sFs, "strict");
+    let dir = temp_dir("object-strict");
+    let profile = profile(&dir, "part_mib = 5");
+    let profile = profile.to_str().unwrap();
+    let fixture = &fixtures[1];
+    for (level, codec) in [("31", "zlib"), ("1", "zstd"), ("31", "none")] {
+        let key = format!("strict/{}-d{level}-{codec}", fixture.name);
+        let object = dump_both(&store, fixture, &["--profile", profile, "-d", level, "--compress", codec], &key, &dir);
+        let size = std::fs::metadata(&object).unwrap().len();
+        assert!(size > 2 * (5 << 20), "{key}: {size} bytes is too few parts to test the rules");
+        let pages = libkdumpfile_compare(&object, &fixture.elf);
+        assert!(pages.different == 0 && pages.equal > 0, "{key}: {}", pages.raw);
+        eprintln!("{key}: {size} bytes in parts of 5 MiB, accepted by s3s-fs, {} pages equal", pages.equal);
+    }
+}
+
+#[test]
+fn the_secret_key_is_in_no_object_no_output_and_no_file_others_can_read() {
+    let Some(fixtures) = all_fixtures() else { return };
+    let store = Store::start(Kind::Garage, "secret");
+    let dir = temp_dir("object-secret");
+    let fixture = &fixtures[0];
+    let url = store.url("secret/vmcore");
+    let out = store.vmdump(["dump", "-d", "31", fixture.elf.to_str().unwrap(), &url]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let secret = store.secret().as_bytes();
+    let contains = |hay: &[u8]| hay.windows(secret.len()).any(|w| w == secret);
+    assert!(!contains(&out.stdout) && !contains(&out.stderr), "the key is in vmdump's output");
+    for key in store.keys("secret/") {
+        let path = dir.join("object");
+        assert!(store.download(&key, &path));
+        assert!(!contains(&std::fs::read(&path).unwrap()), "the key is in object {key}");
+    }
+    // A refused request names the endpoint and the request, not the key.
+    let out = store.vmdump(["dump", "-d", "31", fixture.elf.to_str().unwrap(), "s3://no-such-bucket/vmcore"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains(store.var("AWS_ENDPOINT_URL")) && stderr.contains("no-such-bucket/vmcore"), "{stderr}");
+    assert!(!contains(&out.stderr), "the key is in the error");
+    // The store's files: its log holds no key, and the files that do are its owner's only.
+    for file in store.files() {
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        if contains(&bytes) {
+            assert_eq!(mode & 0o077, 0, "{} holds the key and others may read it", file.display());
+        }
+    }
+    let log = std::fs::read(store.dir.join("node/server.log")).unwrap();
+    assert!(!contains(&log), "the store's log holds the key");
+}
