@@ -80,6 +80,16 @@ impl<T: ReadAt + ?Sized> ReadAt for &T {
     }
 }
 
+impl<T: ReadAt + ?Sized> ReadAt for Box<T> {
+    fn size(&self) -> u64 {
+        (**self).size()
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        (**self).read_exact_at(buf, offset)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,6 @@
 //! `vmdump info DUMP`: what a kdump-compressed file holds.
 
-use std::fs::File;
+use crate::read::DumpSource;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -22,7 +22,7 @@ pub struct InfoArgs {
 }
 
 /// Descriptors pointing at the shared zero page, read in 64 KiB chunks.
-fn count_zero_pages(r: &KdumpReader<File>) -> anyhow::Result<u64> {
+fn count_zero_pages(r: &KdumpReader<DumpSource>) -> anyhow::Result<u64> {
     let Some(zero) = r.zero_page_offset() else { return Ok(0) };
     let start = r.geometry().page_desc_offset;
     let end = (start + r.num_dumpable() * PAGE_DESC_SIZE as u64).min(r.file_size());
@@ -33,7 +33,7 @@ fn count_zero_pages(r: &KdumpReader<File>) -> anyhow::Result<u64> {
         if len == 0 {
             break;
         }
-        std::os::unix::fs::FileExt::read_exact_at(r.source(), &mut buf[..len], at)
+        vmdump_format::ReadAt::read_exact_at(r.source(), &mut buf[..len], at)
             .with_context(|| format!("reading descriptors at {at:#x}"))?;
         for d in buf[..len].chunks(PAGE_DESC_SIZE) {
             n += u64::from(PageDesc::decode(d, r.header().endian)?.offset == zero);
@@ -45,7 +45,7 @@ fn count_zero_pages(r: &KdumpReader<File>) -> anyhow::Result<u64> {
 
 /// phys_base as [`KdumpReader::phys_base`] takes it, saying where from and
 /// when the sub header disagrees (QEMU's hex parsing, kdump-format.md §9).
-fn phys_base(r: &KdumpReader<File>) -> String {
+fn phys_base(r: &KdumpReader<DumpSource>) -> String {
     let (value, sub) = (r.phys_base(), r.sub_header().phys_base);
     match r.vmcoreinfo().and_then(|i| i.phys_base()) {
         None => format!("{value} (sub header)"),
@@ -54,7 +54,7 @@ fn phys_base(r: &KdumpReader<File>) -> String {
     }
 }
 
-fn count_ram(r: &KdumpReader<File>) -> anyhow::Result<u64> {
+fn count_ram(r: &KdumpReader<DumpSource>) -> anyhow::Result<u64> {
     let mut cursor = r.ram_cursor();
     let mut n = 0;
     for pfn in 0..r.max_mapnr() {

@@ -9,7 +9,9 @@ mod decrypt;
 mod dmesg;
 mod dump;
 mod estimate;
+mod fetch;
 mod info;
+mod list;
 mod mem_usage;
 mod object;
 mod plugins;
@@ -75,6 +77,11 @@ pub enum Command {
     Symbols(symbols::SymbolsArgs),
     /// What crashed: kernel, panic, CPU and task, stack, taint, from a vmcore or a dump.
     Triage(triage::TriageArgs),
+    /// Copy a dump (or any object) from an S3-compatible store into a local file.
+    Fetch(fetch::FetchArgs),
+    /// The dumps in an S3-compatible store under a prefix, grouped by crash
+    /// signature, from their triage objects.
+    List(list::ListArgs),
     /// makedumpfile's command line (also: run vmdump under the name `makedumpfile`).
     #[command(disable_help_flag = true)]
     Makedumpfile {
@@ -109,6 +116,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Synth(args) => synth::run(&args).map(|()| Outcome::Success),
         Command::Makedumpfile { args } => compat::run(&args, &cli.plugin_dirs),
         Command::Dmesg(args) => dmesg::run(&args, &cli.plugin_dirs).map(|()| Outcome::Success),
+        Command::Fetch(args) => fetch::run(&args).map(|()| Outcome::Success),
+        Command::List(args) => list::run(&args, &mut std::io::stdout().lock()).map(|()| Outcome::Success),
         Command::Triage(args) => {
             triage::run(&args, &cli.plugin_dirs, &mut std::io::stdout().lock()).map(|()| Outcome::Success)
         }

@@ -5,7 +5,6 @@
 //! in an incomplete dump) are a metadata stage of the new dump, so the new
 //! one keeps every exclusion and cannot dump at a lower level.
 
-use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -22,7 +21,7 @@ use crate::classify::ClassCounts;
 use crate::exclude::{ExcludeError, MetadataFilter, WindowFilter};
 use crate::level::DumpLevel;
 use crate::read::descs::Descriptors;
-use crate::read::{Decoder, DumpMemory, Modules, open_dump_set};
+use crate::read::{Decoder, DumpMemory, DumpSource, Modules, open_dump_set};
 use crate::xlat::{PhysRead, XlatError};
 
 /// Bytes of stored page data read at once.
@@ -31,7 +30,7 @@ const WINDOW_BYTES: usize = 1 << 20;
 /// An opened dump, plain or flattened, or the pieces of a split dump.
 pub struct KdumpInput<'m> {
     path: PathBuf,
-    memory: DumpMemory<'m, File>,
+    memory: DumpMemory<'m, DumpSource>,
     modules: &'m Modules,
     phys: PhysMap,
     loads: Vec<LoadSegment>,
@@ -63,13 +62,13 @@ impl<'m> KdumpInput<'m> {
         Ok(Self { path, memory, modules, phys, loads, notes })
     }
 
-    fn reader(&self) -> &KdumpReader<File> {
+    fn reader(&self) -> &KdumpReader<DumpSource> {
         self.memory.reader()
     }
 }
 
 /// The RAM of the 1st bitmap as memory segments, one per run of pfns.
-fn ram_segments(reader: &KdumpReader<File>) -> Result<Vec<LoadSegment>, vmdump_format::FormatError> {
+fn ram_segments(reader: &KdumpReader<DumpSource>) -> Result<Vec<LoadSegment>, vmdump_format::FormatError> {
     let ps = reader.block_size();
     let mut ram = reader.ram_cursor();
     let mut loads = Vec::<LoadSegment>::new();
@@ -159,7 +158,7 @@ impl MetadataFilter for KdumpInput<'_> {
 /// an incomplete dump never wrote (lost).
 struct NotStored<'a, 'm> {
     input: &'a KdumpInput<'m>,
-    stored: BitCursor<'a, File>,
+    stored: BitCursor<'a, DumpSource>,
     descs: Option<Descriptors<'a>>,
 }
 
@@ -236,7 +235,7 @@ impl PageSource for KdumpPages<'_, '_> {
 
 /// Page `pfn`, described by `desc`, decompressed into `page`.
 fn decode(
-    reader: &KdumpReader<File>,
+    reader: &KdumpReader<DumpSource>,
     window: &mut DataWindow,
     decoder: &mut Decoder<'_>,
     pfn: u64,
@@ -261,8 +260,7 @@ struct DataWindow {
 
 impl DataWindow {
     /// `len` bytes at `offset` (checked to lie in the file).
-    fn get(&mut self, reader: &KdumpReader<File>, offset: u64, len: usize) -> anyhow::Result<&[u8]> {
-        use std::os::unix::fs::FileExt;
+    fn get(&mut self, reader: &KdumpReader<DumpSource>, offset: u64, len: usize) -> anyhow::Result<&[u8]> {
         let end = self.start + self.buf.len() as u64;
         if offset < self.start || offset + len as u64 > end {
             let n = (WINDOW_BYTES as u64).max(len as u64).min(reader.file_size() - offset);

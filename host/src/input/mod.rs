@@ -111,6 +111,10 @@ pub fn open_with<'m>(
     policy: VmcoreinfoPolicy,
 ) -> anyhow::Result<Box<dyn Input + 'm>> {
     let [first, rest @ ..] = paths else { anyhow::bail!("no input file given") };
+    if crate::store::ObjectName::of_path(first).is_some() {
+        // A dump in an object store, read by ranges (what vmdump puts there).
+        return Ok(Box::new(KdumpInput::open(paths, modules)?));
+    }
     paths.iter().try_for_each(|path| crate::crypt::refuse_encrypted(path))?;
     if rest.is_empty() && is_elf(first)? {
         return Ok(Box::new(Vmcore::open_with(first, policy)?));

@@ -1,7 +1,7 @@
 //! The descriptor table of a dump read 64 KiB at a time, for passes that
 //! visit every stored page in order (reassembly, conversion).
 
-use std::fs::File;
+use crate::read::DumpSource;
 
 use anyhow::Context;
 use vmdump_format::ReadAt;
@@ -12,7 +12,7 @@ const CHUNK: usize = (64 << 10) / PAGE_DESC_SIZE;
 
 /// Sequential access to the descriptors of one file.
 pub struct Descriptors<'r> {
-    reader: &'r KdumpReader<File>,
+    reader: &'r KdumpReader<DumpSource>,
     chunk: Vec<u8>,
     /// Index of the first descriptor in `chunk`.
     start: u64,
@@ -20,7 +20,7 @@ pub struct Descriptors<'r> {
 
 impl<'r> Descriptors<'r> {
     /// The descriptors of `reader` (of its own piece, for a split piece).
-    pub fn new(reader: &'r KdumpReader<File>) -> Self {
+    pub fn new(reader: &'r KdumpReader<DumpSource>) -> Self {
         Self { reader, chunk: Vec::new(), start: 0 }
     }
 

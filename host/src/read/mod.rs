@@ -19,21 +19,34 @@ use std::io::{Read, Seek};
 use std::path::Path;
 
 use anyhow::Context;
+use vmdump_format::ReadAt;
 use vmdump_format::kdump::reader::KdumpReader;
+
+use crate::store::ObjectName;
+
+/// Where a dump's bytes come from: a file, or an object read by ranges.
+pub type DumpSource = Box<dyn ReadAt + Send + Sync>;
 
 /// Opens a kdump-compressed dump, plain or flattened (kdump-format.md §2.1):
 /// a flattened stream is first rearranged into an unlinked temporary file.
+/// An `s3://` object is read by ranges ([`crate::store::ObjectReader`]).
 ///
 /// # Errors
 /// The file cannot be read, or is not a valid dump, with its name.
-pub fn open_dump(path: &Path) -> anyhow::Result<KdumpReader<File>> {
+pub fn open_dump(path: &Path) -> anyhow::Result<KdumpReader<DumpSource>> {
+    if let Some(name) = ObjectName::of_path(path) {
+        let object = crate::store::open_object(name)?;
+        return KdumpReader::open(Box::new(object) as DumpSource)
+            .with_context(|| format!("{}: not a valid kdump-compressed object", path.display()));
+    }
     crate::crypt::refuse_encrypted(path)?;
     let mut file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
     let mut signature = [0u8; 12];
     let flattened = file.read(&mut signature)? == 12 && signature == *b"makedumpfile";
     file.rewind()?;
     let file = if flattened { rearranged(path, &mut file)? } else { file };
-    KdumpReader::open(file).with_context(|| format!("{}: not a valid kdump-compressed file", path.display()))
+    KdumpReader::open(Box::new(file) as DumpSource)
+        .with_context(|| format!("{}: not a valid kdump-compressed file", path.display()))
 }
 
 /// Opens a dump given as one file or as the pieces of a split dump: pieces
@@ -41,7 +54,7 @@ pub fn open_dump(path: &Path) -> anyhow::Result<KdumpReader<File>> {
 ///
 /// # Errors
 /// As [`open_dump`], or the pieces do not form one dump.
-pub fn open_dump_set(paths: &[std::path::PathBuf]) -> anyhow::Result<KdumpReader<File>> {
+pub fn open_dump_set(paths: &[std::path::PathBuf]) -> anyhow::Result<KdumpReader<DumpSource>> {
     let [first, rest @ ..] = paths else { anyhow::bail!("no dump file given") };
     if rest.is_empty() {
         return open_dump(first);
@@ -53,7 +66,7 @@ pub fn open_dump_set(paths: &[std::path::PathBuf]) -> anyhow::Result<KdumpReader
     let file = temporary_file(first, "reassembled")?;
     let mut sink = vmdump_format::sink::FileSink::new(file.try_clone()?, None);
     reassemble(pieces, &mut sink).context("reassembling the split dump")?;
-    KdumpReader::open(file).context("the reassembled split dump")
+    KdumpReader::open(Box::new(file) as DumpSource).context("the reassembled split dump")
 }
 
 /// A new file in the temporary directory, removed from it at once (the

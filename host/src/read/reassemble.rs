@@ -5,7 +5,7 @@
 //! as it is stored, in runs of contiguous bytes, never recompressed; the
 //! pieces' shared zero pages become one.
 
-use std::fs::File;
+use crate::read::DumpSource;
 use std::ops::Range;
 
 use anyhow::{Context, bail, ensure};
@@ -33,7 +33,7 @@ pub struct Reassembled {
 }
 
 /// A named piece.
-pub type Piece = (String, KdumpReader<File>);
+pub type Piece = (String, KdumpReader<DumpSource>);
 
 /// Sorts the pieces by start pfn and checks that they form one dump: split
 /// pieces of the same machine and dump, covering `[0, max_mapnr)` without
@@ -45,7 +45,7 @@ fn check_set(pieces: &mut [Piece]) -> anyhow::Result<()> {
     }
     pieces.sort_by_key(|(_, r)| r.piece().map_or(0, |p| p.start));
     let (first_name, first) = &pieces[0];
-    let same = |r: &KdumpReader<File>| {
+    let same = |r: &KdumpReader<DumpSource>| {
         let mut a = *r.header();
         let mut b = *first.header();
         a.status &= !DUMP_DH_COMPRESSED_INCOMPLETE;
@@ -72,7 +72,7 @@ fn check_set(pieces: &mut [Piece]) -> anyhow::Result<()> {
 }
 
 /// Copies `len` bytes at `from` in `src` to `to` in `sink`.
-fn copy_bytes(src: &File, from: u64, len: u64, sink: &mut dyn Sink, to: u64) -> anyhow::Result<()> {
+fn copy_bytes(src: &DumpSource, from: u64, len: u64, sink: &mut dyn Sink, to: u64) -> anyhow::Result<()> {
     let mut buf = vec![0u8; COPY_BYTES.min(len as usize)];
     let mut done = 0;
     while done < len {
@@ -114,7 +114,7 @@ impl Joiner<'_> {
         Ok(())
     }
 
-    fn flush_run(&mut self, src: &File) -> anyhow::Result<()> {
+    fn flush_run(&mut self, src: &DumpSource) -> anyhow::Result<()> {
         let (from, len, to) = self.run;
         if len > 0 {
             copy_bytes(src, from, len, self.sink, to)?;
@@ -125,7 +125,7 @@ impl Joiner<'_> {
     }
 
     /// Where stored data at `offset` of `src` lands in the output.
-    fn place(&mut self, src: &File, offset: u64, size: u64) -> anyhow::Result<u64> {
+    fn place(&mut self, src: &DumpSource, offset: u64, size: u64) -> anyhow::Result<u64> {
         let (from, len, _) = self.run;
         if len == 0 || offset != from + len {
             self.flush_run(src)?;
@@ -136,7 +136,7 @@ impl Joiner<'_> {
     }
 
     /// Descriptors and data of one piece, in pfn order.
-    fn piece(&mut self, name: &str, r: &KdumpReader<File>, pfns: Range<u64>) -> anyhow::Result<()> {
+    fn piece(&mut self, name: &str, r: &KdumpReader<DumpSource>, pfns: Range<u64>) -> anyhow::Result<()> {
         let zero = r.zero_page_offset();
         let mut descs = Descriptors::new(r);
         for (local, item) in (0u64..).zip(r.dumpable_pfns_from(pfns.start)?) {
@@ -153,7 +153,7 @@ impl Joiner<'_> {
     fn page(
         &mut self,
         name: &str,
-        r: &KdumpReader<File>,
+        r: &KdumpReader<DumpSource>,
         pfn: u64,
         mut desc: PageDesc,
         zero: Option<u64>,
@@ -177,7 +177,7 @@ impl Joiner<'_> {
 
 /// Clears the bits of the `lost` pfns in the 2nd bitmap copied from
 /// `first`, so that readers see those pages absent, not corrupt (§1.11).
-fn clear_lost(first: &KdumpReader<File>, lost: &[Range<u64>], sink: &mut dyn Sink) -> anyhow::Result<()> {
+fn clear_lost(first: &KdumpReader<DumpSource>, lost: &[Range<u64>], sink: &mut dyn Sink) -> anyhow::Result<()> {
     let bitmap = first.geometry().bitmap2_offset;
     let mut buf = Vec::new();
     // The last byte written: the next run may start in it (runs increase).

@@ -1,7 +1,7 @@
 //! `vmdump verify`: every structure of a dump, every stored page
 //! decompressed, and with a source vmcore every page compared.
 
-use std::fs::File;
+use crate::read::DumpSource;
 
 use vmdump_format::kdump::{KdumpReader, StoredPage};
 
@@ -59,7 +59,7 @@ fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
 }
 
 struct Checker<'a, 'm> {
-    reader: &'a KdumpReader<File>,
+    reader: &'a KdumpReader<DumpSource>,
     decoder: Decoder<'m>,
     source: Option<&'a Vmcore>,
     stats: VerifyStats,
@@ -193,7 +193,7 @@ impl Checker<'_, '_> {
 /// Checks every pfn of `reader`, decompressing with `decoder` and comparing
 /// with `source` when given.
 pub fn verify(
-    reader: &KdumpReader<File>,
+    reader: &KdumpReader<DumpSource>,
     decoder: Decoder<'_>,
     source: Option<&Vmcore>,
 ) -> (VerifyStats, Problems) {

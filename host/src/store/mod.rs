@@ -56,6 +56,18 @@ impl fmt::Display for ObjectName {
     }
 }
 
+/// Opens object `name` to read by ranges, from the store the system
+/// profile's `[output]` and the process's environment name.
+///
+/// # Errors
+/// No key, a bad setting, or the store's error (no such object).
+pub fn open_object(name: ObjectName) -> anyhow::Result<ObjectReader> {
+    let profile = crate::profile::ProfileSource::of_process(None).load()?;
+    let settings = StoreSettings::resolve(&profile.output, &|var| std::env::var(var).ok())?;
+    let store = std::sync::Arc::new(Store::new(settings.config)?);
+    Ok(ObjectReader::open(store, name)?)
+}
+
 /// Puts `body` whole as object `name`, with `headers` (type, metadata).
 ///
 /// # Errors
@@ -69,6 +81,51 @@ pub fn put_object(
     headers.push(("content-md5", upload::content_md5(body)));
     let req = Request { method: "PUT", bucket: &name.bucket, key: &name.key, query: Vec::new(), headers, body };
     store.send(&req).map(drop)
+}
+
+/// An object of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// Its key.
+    pub key: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// The objects of `bucket` whose keys start with `prefix`, every page of
+/// the listing.
+///
+/// # Errors
+/// The store's error.
+pub fn list_objects(store: &Store, bucket: &str, prefix: &str) -> Result<Vec<Listed>, StoreError> {
+    let mut listed = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut query = vec![("list-type", "2".to_string()), ("prefix", prefix.to_string())];
+        query.extend(token.take().map(|t| ("continuation-token", t)));
+        let req = Request { method: "GET", bucket, key: "", query, headers: Vec::new(), body: &[] };
+        let response = store.send(&req)?;
+        let text = String::from_utf8_lossy(&response.body).into_owned();
+        for entry in xml::elements(&text, "Contents") {
+            let key = xml::text(entry.as_bytes(), "Key").unwrap_or_default();
+            let size = xml::text(entry.as_bytes(), "Size").and_then(|s| s.parse().ok()).unwrap_or(0);
+            listed.push(Listed { key, size });
+        }
+        token = xml::text(&response.body, "NextContinuationToken");
+        if token.is_none() || xml::text(&response.body, "IsTruncated").as_deref() != Some("true") {
+            return Ok(listed);
+        }
+    }
+}
+
+/// Object `name` whole, or its bytes `range` (`start-end`, inclusive).
+///
+/// # Errors
+/// The store's error (no such object).
+pub fn get_object(store: &Store, name: &ObjectName, range: Option<&str>) -> Result<Response, StoreError> {
+    let headers = range.map(|r| ("range", format!("bytes={r}"))).into_iter().collect();
+    let req = Request { method: "GET", bucket: &name.bucket, key: &name.key, query: Vec::new(), headers, body: &[] };
+    store.send(&req)
 }
 
 #[cfg(test)]

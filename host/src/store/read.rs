@@ -1,8 +1,9 @@
 //! A dump read from its object by ranges ([`ObjectReader`]): `vmdump info`,
 //! `triage`, `dmesg` and `verify` read what they need, never the whole
-//! object. Reads go through a small cache of aligned blocks, so the many
-//! small reads of a header, a bitmap or a descriptor cost one request each
-//! block.
+//! object. Reads go through a small cache of the ranges fetched: the many
+//! small reads of a header, a bitmap or descriptors cost a request of 16 KiB
+//! each place, and reads that go on where the last fetch ended (a verify, a
+//! copy) fetch ever larger ranges, up to 1 MiB; 8 MiB of them are kept.
 
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -12,17 +13,21 @@ use vmdump_format::ReadAt;
 use super::ObjectName;
 use super::client::{Request, Store, StoreError};
 
-/// Bytes fetched in one request, and the unit of the cache.
-const BLOCK: u64 = 1 << 20;
-/// Blocks kept.
-const BLOCKS: usize = 8;
+/// Bytes fetched by a request that does not continue the last one: the
+/// header, a bitmap's window, a page's descriptors.
+const SMALL_FETCH: u64 = 16 << 10;
+/// The most fetched at once: requests that continue the last one (a
+/// verify, a copy) double up to this.
+const LARGE_FETCH: u64 = 1 << 20;
+/// Bytes of fetched ranges kept (the kernel's map reads some regions twice).
+const KEPT_BYTES: usize = 8 << 20;
 
 /// The object `name` of `store`, read by ranges.
 pub struct ObjectReader {
     store: Arc<Store>,
     name: ObjectName,
     size: u64,
-    /// Recently read blocks, most recent last: (index, bytes).
+    /// Ranges fetched lately, most recent last: (start, bytes).
     cache: Mutex<Vec<(u64, Arc<Vec<u8>>)>>,
 }
 
@@ -35,7 +40,7 @@ impl ObjectReader {
         let req = Request { method: "HEAD", bucket: &name.bucket, key: &name.key, query: vec![], headers: vec![], body: &[] };
         let response = store.send(&req)?;
         let size = response.header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
-        Ok(Self { store, name, size, cache: Mutex::new(Vec::with_capacity(BLOCKS)) })
+        Ok(Self { store, name, size, cache: Mutex::new(Vec::new()) })
     }
 
     /// The object read.
@@ -48,40 +53,58 @@ impl ObjectReader {
         &self.store
     }
 
-    /// Block `index`, from the cache or the store.
-    fn block(&self, index: u64) -> io::Result<Arc<Vec<u8>>> {
+    /// A fetched range that holds `at`, from the cache or the store: what
+    /// continues the latest fetch is fetched twice as large as it, up to
+    /// [`LARGE_FETCH`]; anything else [`SMALL_FETCH`].
+    fn range_at(&self, at: u64) -> io::Result<(u64, Arc<Vec<u8>>)> {
         let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(at) = cache.iter().position(|(i, _)| *i == index) {
-            let hit = cache.remove(at);
+        if let Some(hit) = cache.iter().position(|(start, bytes)| (*start..start + bytes.len() as u64).contains(&at)) {
+            let hit = cache.remove(hit);
             cache.push(hit.clone());
-            return Ok(hit.1);
+            return Ok(hit);
         }
-        let start = index * BLOCK;
-        let end = (start + BLOCK).min(self.size);
+        let len = match cache.last() {
+            Some((start, bytes)) if start + bytes.len() as u64 == at => (2 * bytes.len() as u64).min(LARGE_FETCH),
+            _ => SMALL_FETCH,
+        };
+        let end = (at + len).min(self.size);
         let req = Request {
             method: "GET",
             bucket: &self.name.bucket,
             key: &self.name.key,
             query: vec![],
-            headers: vec![("range", format!("bytes={start}-{}", end - 1))],
+            headers: vec![("range", format!("bytes={at}-{}", end - 1))],
             body: &[],
         };
         let response = self.store.send(&req).map_err(io::Error::other)?;
-        if response.body.len() as u64 != end - start {
+        if response.body.len() as u64 != end - at {
             return Err(io::Error::other(format!(
-                "{}: {} bytes at {start:#x} asked, {} received (status {})",
+                "{}: {} bytes at {at:#x} asked, {} received (status {})",
                 self.name,
-                end - start,
+                end - at,
                 response.body.len(),
                 response.status
             )));
         }
-        if cache.len() == BLOCKS {
+        while !cache.is_empty() && cache.iter().map(|(_, b)| b.len()).sum::<usize>() + response.body.len() > KEPT_BYTES {
             cache.remove(0);
         }
-        let block = Arc::new(response.body);
-        cache.push((index, block.clone()));
-        Ok(block)
+        let fetched = (at, Arc::new(response.body));
+        cache.push(fetched.clone());
+        Ok(fetched)
+    }
+}
+
+/// What reading the object cost, on stderr when it is closed: the bytes
+/// fetched against its size (a dump is read by ranges, never whole).
+impl Drop for ObjectReader {
+    fn drop(&mut self) {
+        let traffic = self.store.traffic();
+        let share = 100.0 * traffic.bytes_received as f64 / self.size.max(1) as f64;
+        eprintln!(
+            "vmdump: read {} bytes of {} ({share:.2} % of its {} bytes) in {} requests",
+            traffic.bytes_received, self.name, self.size, traffic.requests
+        );
     }
 }
 
@@ -99,11 +122,11 @@ impl ReadAt for ObjectReader {
         })?;
         let mut at = offset;
         while at < end {
-            let block = self.block(at / BLOCK)?;
-            let from = (at % BLOCK) as usize;
-            let len = (end - at).min(BLOCK - at % BLOCK) as usize;
+            let (start, bytes) = self.range_at(at)?;
+            let from = (at - start) as usize;
+            let len = (end - at).min(start + bytes.len() as u64 - at) as usize;
             let done = (at - offset) as usize;
-            buf[done..done + len].copy_from_slice(&block[from..from + len]);
+            buf[done..done + len].copy_from_slice(&bytes[from..from + len]);
             at += len as u64;
         }
         Ok(())

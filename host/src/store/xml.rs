@@ -5,14 +5,19 @@
 
 /// The text of each `<tag>` element of `body`, in order.
 pub fn texts(body: &[u8], tag: &str) -> Vec<String> {
-    let text = String::from_utf8_lossy(body);
+    elements(&String::from_utf8_lossy(body), tag).into_iter().map(decode).collect()
+}
+
+/// The content of each `<tag>` element of `text`, as it is (undecoded: an
+/// element holding others, such as a listing's `<Contents>`).
+pub fn elements<'t>(text: &'t str, tag: &str) -> Vec<&'t str> {
     let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
     let mut found = Vec::new();
-    let mut rest = text.as_ref();
+    let mut rest = text;
     while let Some(start) = rest.find(&open) {
         rest = &rest[start + open.len()..];
         let Some(end) = rest.find(&close) else { break };
-        found.push(decode(&rest[..end]));
+        found.push(&rest[..end]);
         rest = &rest[end + close.len()..];
     }
     found
