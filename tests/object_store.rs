@@ -123,3 +123,84 @@ fn the_secret_key_is_in_no_object_no_output_and_no_file_others_can_read() {
     let log = std::fs::read(store.dir.join("node/server.log")).unwrap();
     assert!(!contains(&log), "the store's log holds the key");
 }
+
+/// The share of the object a command read, from its report line.
+fn share_read(stderr: &str, url: &str) -> f64 {
+    let line = stderr.lines().find(|l| l.starts_with("vmdump: read ") && l.contains(url)).unwrap_or_else(|| panic!("no read report: {stderr}"));
+    let at = line.find(" (").expect("a share") + 2;
+    line[at..].split(' ').next().unwrap().parse().expect("a percentage")
+}
+
+#[test]
+fn info_triage_dmesg_and_verify_read_an_object_by_ranges_as_they_read_the_file() {
+    let Some(fixtures) = all_fixtures() else { return };
+    let store = Store::start(Kind::Garage, "reads");
+    let dir = temp_dir("object-reads");
+    for fixture in &fixtures {
+        let key = format!("reads/{}", fixture.name);
+        let object = dump_both(&store, fixture, &["-d", "1", "--compress", "zstd"], &key, &dir);
+        let url = store.url(&key);
+        let size = std::fs::metadata(&object).unwrap().len();
+        for command in [&["info"][..], &["triage", "--json"], &["dmesg"], &["verify"]] {
+            let run = |input: &str| store.vmdump([command, &[input]].concat());
+            let (remote, local) = (run(&url), run(object.to_str().unwrap()));
+            assert!(remote.status.success(), "{command:?} {url}: {}", String::from_utf8_lossy(&remote.stderr));
+            // Every line alike, but the zero pages info counts only in a file.
+            let same = |out: &[u8], path: &str| {
+                let text = String::from_utf8_lossy(out).replace(path, "DUMP");
+                text.lines().filter(|l| !l.starts_with("zero pages")).collect::<Vec<_>>().join("\n")
+            };
+            assert_eq!(same(&remote.stdout, &url), same(&local.stdout, object.to_str().unwrap()), "{command:?} {url}");
+            let share = share_read(&String::from_utf8_lossy(&remote.stderr), &url);
+            eprintln!("{}: {} of a {size}-byte object read {share} % of it", fixture.name, command[0]);
+            match command[0] {
+                "info" => assert!(share < 5.0, "{command:?} read {share} % of {url}"),
+                // The kernel's map (its symbols, its modules' and its BTF)
+                // is what a triage reads: a few MiB whatever the dump's size.
+                "triage" => assert!(share * size as f64 / 100.0 < (8 << 20) as f64, "{command:?} read {share} % of {url}"),
+                // Each stored byte, once.
+                "verify" => assert!((99.99..=100.01).contains(&share), "verify read {share} % of {url}"),
+                _ => {}
+            }
+        }
+        let copy = dir.join("fetched");
+        let _ = std::fs::remove_file(&copy);
+        let out = store.vmdump(["fetch", &url, copy.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(std::fs::read(&copy).unwrap() == std::fs::read(&object).unwrap(), "vmdump fetch {url}");
+        assert_eq!(std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+}
+
+#[test]
+fn list_groups_the_dumps_of_one_crash_and_tells_kernels_apart() {
+    let Some(fixtures) = all_fixtures() else { return };
+    let store = Store::start(Kind::Garage, "list");
+    for (fixture, host) in fixtures.iter().flat_map(|f| [(f, "a"), (f, "b")]) {
+        let url = store.url(&format!("fleet/{host}/{}", fixture.name));
+        let out = store.vmdump(["dump", "-d", "31", "--no-progress", fixture.elf.to_str().unwrap(), &url]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = store.vmdump(["list", "--json", &store.url("fleet/")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let groups: serde_json::Value = serde_json::from_slice(&out.stdout).expect("list --json parses");
+    let groups = groups.as_array().expect("an array of groups");
+    let dumps: Vec<&serde_json::Value> = groups.iter().flat_map(|g| g["dumps"].as_array().unwrap()).collect();
+    assert_eq!(dumps.len(), 2 * fixtures.len(), "{groups:?}");
+    for fixture in &fixtures {
+        // Both dumps of one vmcore are in one group, with no dump of another kernel.
+        let group = groups
+            .iter()
+            .find(|g| g["dumps"].as_array().unwrap().iter().any(|d| d["object"].as_str().unwrap().ends_with(fixture.name)))
+            .unwrap();
+        let members: Vec<&str> = group["dumps"].as_array().unwrap().iter().map(|d| d["object"].as_str().unwrap()).collect();
+        assert!(members.iter().filter(|o| o.ends_with(fixture.name)).count() == 2, "{}: {members:?}", fixture.name);
+        let releases: std::collections::BTreeSet<&str> = group["dumps"].as_array().unwrap().iter().map(|d| d["release"].as_str().unwrap()).collect();
+        assert_eq!(releases.len(), 1, "a group mixes kernels: {group}");
+        assert!(group["dumps"].as_array().unwrap().iter().all(|d| d["complete"] == true && d["size"].as_u64() > Some(0)), "{group}");
+    }
+    let text = store.vmdump(["list", &store.url("fleet/")]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("(2 dumps)") && text.contains("complete"), "{text}");
+    eprintln!("{text}");
+}

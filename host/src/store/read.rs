@@ -3,7 +3,7 @@
 //! object. Reads go through a small cache of the ranges fetched: the many
 //! small reads of a header, a bitmap or descriptors cost a request of 16 KiB
 //! each place, and reads that go on where the last fetch ended (a verify, a
-//! copy) fetch ever larger ranges, up to 1 MiB; 8 MiB of them are kept.
+//! copy) fetch ever larger ranges, up to 1 MiB; 32 MiB of them are kept.
 
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -20,7 +20,7 @@ const SMALL_FETCH: u64 = 16 << 10;
 /// verify, a copy) double up to this.
 const LARGE_FETCH: u64 = 1 << 20;
 /// Bytes of fetched ranges kept (the kernel's map reads some regions twice).
-const KEPT_BYTES: usize = 8 << 20;
+const KEPT_BYTES: usize = 32 << 20;
 
 /// The object `name` of `store`, read by ranges.
 pub struct ObjectReader {
@@ -54,7 +54,7 @@ impl ObjectReader {
     }
 
     /// A fetched range that holds `at`, from the cache or the store: what
-    /// continues the latest fetch is fetched twice as large as it, up to
+    /// continues a range fetched is fetched twice as large as it, up to
     /// [`LARGE_FETCH`]; anything else [`SMALL_FETCH`].
     fn range_at(&self, at: u64) -> io::Result<(u64, Arc<Vec<u8>>)> {
         let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -63,11 +63,13 @@ impl ObjectReader {
             cache.push(hit.clone());
             return Ok(hit);
         }
-        let len = match cache.last() {
-            Some((start, bytes)) if start + bytes.len() as u64 == at => (2 * bytes.len() as u64).min(LARGE_FETCH),
-            _ => SMALL_FETCH,
+        let len = match cache.iter().find(|(start, bytes)| start + bytes.len() as u64 == at) {
+            Some((_, bytes)) => (2 * bytes.len() as u64).min(LARGE_FETCH),
+            None => SMALL_FETCH,
         };
-        let end = (at + len).min(self.size);
+        // Up to the next range already here: no byte is fetched twice.
+        let next = cache.iter().map(|(start, _)| *start).filter(|&start| start > at).min();
+        let end = (at + len).min(self.size).min(next.unwrap_or(u64::MAX));
         let req = Request {
             method: "GET",
             bucket: &self.name.bucket,

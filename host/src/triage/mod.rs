@@ -111,13 +111,13 @@ impl Triage {
             taint: None,
             missing: Vec::new(),
         };
-        let caller = t.read_log(kernel);
+        let (caller, log_comms) = t.read_log(kernel);
         t.read_taint(kernel);
         let registers = Registers::of_notes(notes, kernel.memory().arch().machine());
         if registers.is_empty() {
             t.missing.push("registers: the dump has no PRSTATUS notes".into());
         }
-        t.find_cpu_and_task(kernel, caller, &registers);
+        t.find_cpu_and_task(kernel, caller, &registers, &log_comms);
         if let Some(regs) = t.cpu.and_then(|cpu| registers.iter().find(|r| r.cpu == cpu)) {
             match stack::unwind(kernel, regs) {
                 Ok((ip, frames, method)) => {
@@ -132,15 +132,17 @@ impl Triage {
     }
 
     /// The panic, the oopses and the uptime from the kernel log; returns
-    /// the caller id of the panic's record (`T<pid>` or `C<cpu>`).
-    fn read_log(&mut self, kernel: &KernelView<'_>) -> Option<String> {
+    /// the caller id of the panic's record (`T<pid>` or `C<cpu>`), and the
+    /// tasks the log names in the headers of its reports (`PID: 99 Comm: sh`).
+    fn read_log(&mut self, kernel: &KernelView<'_>) -> (Option<String>, Vec<(u32, String)>) {
         let log = match crate::dmesg::kernel_log(kernel.memory(), kernel.info()) {
             Ok(log) => String::from_utf8_lossy(&log).into_owned(),
             Err(e) => {
                 self.missing.push(format!("kernel log: {e}"));
-                return None;
+                return (None, Vec::new());
             }
         };
+        let comms = log.lines().filter_map(named_task).collect();
         let mut caller = None;
         for line in log.lines().filter(|l| l.starts_with('[')) {
             let (stamp, rest) = line[1..].split_once("] ").unwrap_or(("", line));
@@ -162,7 +164,7 @@ impl Triage {
         if self.panic.is_none() {
             self.missing.push("panic: the kernel log has no \"Kernel panic - not syncing\" line".into());
         }
-        caller
+        (caller, comms)
     }
 
     fn read_taint(&mut self, kernel: &KernelView<'_>) {
@@ -184,6 +186,7 @@ impl Triage {
         kernel: &KernelView<'_>,
         caller: Option<String>,
         registers: &[Registers],
+        log_comms: &[(u32, String)],
     ) {
         let (task_pid, caller_cpu) = match caller.as_deref().map(|c| c.split_at(1)) {
             Some(("T", pid)) => (pid.parse().ok(), None),
@@ -202,7 +205,10 @@ impl Triage {
         self.cpu = caller_cpu.or(by_task).or_else(panic_cpu);
         let pid = task_pid.or_else(|| registers.iter().find(|r| Some(r.cpu) == self.cpu).map(|r| r.pid));
         if let Some(pid) = pid {
-            self.task = Some(Task { pid, comm: task_comm(kernel, pid) });
+            // The log's report header names it; else the task list (which
+            // needs the kernel's BTF and a walk of every task).
+            let logged = log_comms.iter().find(|(p, _)| *p == pid).map(|(_, comm)| comm.clone());
+            self.task = Some(Task { pid, comm: logged.or_else(|| task_comm(kernel, pid)) });
         }
         if self.cpu.is_none() {
             self.missing.push("cpu: neither the log nor panic_cpu says which CPU panicked".into());
@@ -217,6 +223,19 @@ fn taint(mask: u64) -> Taint {
         letters.insert(0, 'G'); // no proprietary module: "G" as the kernel prints it
     }
     Taint { mask, letters, flags: set.iter().map(|(.., name)| *name).collect() }
+}
+
+/// The task a report's header names: `CPU: 1 PID: 99 Comm: sh Not tainted`
+/// (newer kernels put `UID: 0` before the pid; `Kdump: loaded` may follow
+/// the comm). A comm holds no space in
+/// these lines only when the task's has none: a comm with a space is left
+/// to the task list.
+fn named_task(line: &str) -> Option<(u32, String)> {
+    let (_, rest) = line.split_once(" PID: ")?;
+    let (pid, rest) = rest.split_once(" Comm: ")?;
+    let end = [" Kdump: ", " Not tainted", " Tainted: "].iter().filter_map(|m| rest.find(m)).min()?;
+    let comm = rest[..end].trim_end();
+    (!comm.is_empty() && comm.len() <= 15 && !comm.contains(' ')).then(|| Some((pid.trim().parse().ok()?, comm.to_string())))?
 }
 
 /// Most tasks walked for a pid's name.
@@ -246,4 +265,18 @@ fn task_comm(kernel: &KernelView<'_>, pid: u32) -> Option<String> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn report_headers_name_their_task() {
+        let line = "[   12.5] [  T99] CPU: 1 PID: 99 Comm: sh Not tainted 6.1.0-57-amd64 #1 Debian 6.1.192-3";
+        assert_eq!(super::named_task(line), Some((99, "sh".into())));
+        let newer = "[ 1.0] CPU: 0 UID: 0 PID: 412 Comm: kworker/0:1 Tainted: G        W  7.2.13";
+        assert_eq!(super::named_task(newer), Some((412, "kworker/0:1".into())));
+        let kdump = "[12.0] [T1] CPU: 1 PID: 1 Comm: init Kdump: loaded Not tainted 6.1.0-57-amd64 #1";
+        assert_eq!(super::named_task(kdump), Some((1, "init".into())));
+        assert_eq!(super::named_task("[ 1.0] Comm: x"), None);
+    }
 }
