@@ -105,6 +105,10 @@ pub struct DumpArgs {
     /// recipients. Any one of the private keys decrypts it (`vmdump decrypt`).
     #[arg(long = "encrypt-to", value_name = "RECIPIENT")]
     pub encrypt_to: Vec<String>,
+    /// makedumpfile mode: the dump goes to the profile's `[output] target`
+    /// (an object store), and OUTPUT gets a manifest naming the object.
+    #[arg(skip)]
+    pub to_target: bool,
     /// The vmcore (ELF), e.g. /proc/vmcore.
     pub input: PathBuf,
     /// The dump file, or - for the flattened format on stdout.
@@ -241,6 +245,14 @@ fn write_dump(
     if let Some(name) = crate::store::ObjectName::of_path(&args.output) {
         return super::object::write_dump(args, profile, plan, kernel, &name);
     }
+    if let Some(template) = profile.output.target.as_deref().filter(|_| args.to_target) {
+        return super::object::write_to_target(args, profile, plan, kernel, template);
+    }
+    write_local(args, profile, plan)
+}
+
+/// Writes the dump of `plan` to the output file or stdout.
+pub(super) fn write_local(args: &DumpArgs, profile: &Profile, plan: &Plan<'_>) -> anyhow::Result<DumpReport> {
     let to_stdout = args.output == Path::new("-");
     let file = if to_stdout { None } else { Some(create_output(&args.output, args.force)?) };
     let encrypted = !profile.output.recipients.is_empty();

@@ -14,7 +14,7 @@ use crate::dump::{DumpReport, dump};
 use crate::kernel::KernelView;
 use crate::plan::Plan;
 use crate::profile::{OutputFormat, Profile};
-use crate::store::{ObjectName, ObjectSink, Store, StoreSettings, put_object};
+use crate::store::{ObjectName, ObjectSink, Store, StoreSettings, put_object, template_key};
 use crate::triage::Triage;
 
 /// The store the profile's `[output]` and the process's environment name.
@@ -132,6 +132,67 @@ pub(super) fn write_dump(
     };
     let traffic = store.traffic();
     Ok(report.with_store(name.to_string(), traffic))
+}
+
+/// makedumpfile mode with `[output] target`: the dump goes to the object
+/// the target's template names (`{host}`, `{release}`, `{time}` filled in
+/// from the dump), and OUTPUT (the file a kdump script named, or stdout
+/// with `-F`) gets a manifest naming it, so that the script sees a saved
+/// dump and an operator finds it. When the store fails, the dump is
+/// written to OUTPUT as if no target were set: nothing is lost.
+///
+/// # Errors
+/// The target is no `s3://` URL, or the local dump's error.
+pub(super) fn write_to_target(
+    args: &DumpArgs,
+    profile: &Profile,
+    plan: &Plan<'_>,
+    kernel: Option<&KernelView<'_>>,
+    template: &str,
+) -> anyhow::Result<DumpReport> {
+    let release = plan.utsname().map(|u| String::from_utf8_lossy(u.get(2)).into_owned()).unwrap_or_default();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let key = template_key(template, &host_name(plan), &release, &crate::triage::time::utc_basic(now as i64));
+    let name = ObjectName::parse(&key).with_context(|| format!("[output] target = {template:?}: not s3://BUCKET/KEY"))?;
+    let mut direct = profile.clone();
+    direct.output.fallback = None;
+    match write_dump(args, &direct, plan, kernel, &name) {
+        Ok(report) => {
+            write_manifest(args, &name, &report)?;
+            Ok(report)
+        }
+        Err(e) => {
+            eprintln!("vmdump: warning: {e:#}");
+            eprintln!("vmdump: writing the dump to {} instead", args.output.display());
+            super::dump::write_local(args, profile, plan)
+        }
+    }
+}
+
+/// The manifest of a dump that went to `name`: a few lines of `key = value`
+/// a person reads and a script can parse.
+fn write_manifest(args: &DumpArgs, name: &ObjectName, report: &DumpReport) -> anyhow::Result<()> {
+    let state = if report.is_incomplete() { "incomplete" } else { "complete" };
+    let text = format!(
+        "# vmdump: this dump was written to an object store, not to this file.\n\
+         # Copy it here with: vmdump fetch {name} FILE\n\
+         object = {name}\n\
+         triage = {}\n\
+         kernel_log = {}\n\
+         bytes_written = {}\n\
+         pages = {}\n\
+         state = {state}\n",
+        name.with_suffix(TRIAGE_SUFFIX),
+        name.with_suffix(DMESG_SUFFIX),
+        report.bytes_written,
+        report.pages_in_file,
+    );
+    if args.output == Path::new("-") {
+        use std::io::Write;
+        return std::io::stdout().lock().write_all(text.as_bytes()).context("writing the manifest to stdout");
+    }
+    super::dump::write_whole_file(&args.output, text.as_bytes(), &Recipients::none(), args.force)
+        .with_context(|| format!("writing the manifest {}", args.output.display()))
 }
 
 /// The dump written to `dir` when the store failed: a file named after the

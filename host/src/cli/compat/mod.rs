@@ -273,6 +273,9 @@ fn dump_request(given: Given, profile: Option<(&Path, &Profile)>) -> anyhow::Res
         // Nor to a damaged VMCOREINFO: its damaged lines are named and
         // left out, and the level lowered as for a missing key.
         salvage_vmcoreinfo: true,
+        // The profile's object store, when it names one: the scripts'
+        // file then holds a manifest (docs/object-storage.md).
+        to_target: profile.is_some_and(|(_, p)| p.output.target.is_some()),
         ..DumpArgs::default()
     };
     if given.split {
