@@ -60,6 +60,7 @@ caller_dir=$PWD
 cd "$(dirname "$0")/.."
 source scripts/lib/tools.sh
 source scripts/lib/debian.sh
+source scripts/lib/garage.sh
 export PYTHONDONTWRITEBYTECODE=1 # the judges import each other: no __pycache__ in tests/py
 
 cache=$PWD/target/capture
@@ -149,6 +150,28 @@ make_keys() {
     printf '\n[output]\nrecipients = ["%s", "%s"]\n' "$age" "$ssh" > "$1"
 }
 
+# The host's object store for the capture kernel's uploads (issue 42): a
+# Garage node on 127.0.0.1, which the guest reaches at 10.0.2.100:3900
+# through QEMU's user network restricted to that one forward (socat per
+# connection): nothing else is reachable from the guest. Its key goes into
+# the initramfs as the capture kernel's 0600 credentials file.
+start_store() {
+    garage_single_node "$(ensure_garage)" "$work/store"
+    store_pid=$(sed -n 's/^GARAGE_PID=//p' "$work/store/env")
+    store_port=$(sed -n 's/^AWS_ENDPOINT_URL=.*://p' "$work/store/env")
+}
+
+# The store's section of the capture kernel's profile ($1; @LINE@ names the
+# command line) and its credentials file ($2, 0600).
+write_store_profile() {
+    local key secret
+    key=$(sed -n 's/^AWS_ACCESS_KEY_ID=//p' "$work/store/env")
+    secret=$(sed -n 's/^AWS_SECRET_ACCESS_KEY=//p' "$work/store/env")
+    printf '\n[output]\ntarget = "s3://dumps/capture/{release}/@LINE@/vmcore"\nendpoint = "http://10.0.2.100:3900"\nregion = "garage"\nallow_http = true\ncredentials = "/etc/vmdump/s3-credentials"\n' > "$1"
+    (umask 077 && mkdir -p "$(dirname "$2")" &&
+        printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$key" "$secret" > "$2")
+}
+
 # The guest's initramfs. The capture kernel boots from the same tree; the
 # first kernel's copy also holds the kernel and the capture initramfs, for
 # kexec_file_load.
@@ -167,6 +190,7 @@ build_initramfs() {
     done
     install -m 0755 tests/capture/init "$tree/init"
     make_keys "$tree/capture/recipients.toml"
+    write_store_profile "$tree/capture/store.toml" "$tree/etc/vmdump/s3-credentials"
     install -m 0644 tests/capture/workload.sh tests/capture/live.sh tests/capture/capture.sh "$tree/capture/"
     copy_libraries "$tree" "$tree/usr/sbin/vmdump" "$tree"/usr/lib/vmdump/plugins/*.so \
         "$real_makedumpfile" /bin/busybox
@@ -179,7 +203,7 @@ build_initramfs() {
     [[ -n $libgcc ]] || die "no libgcc_s.so.1 on this machine (ldconfig -p)"
     install -D -m 0755 "$libgcc" "$tree$libgcc"
     # crc32c first: ext4 asks for it by name (a soft dependency; gone in 6.14+).
-    copy_modules "$kroot" "$kver" "$tree/modules" virtio_pci virtio_blk crc32c_generic ext4
+    copy_modules "$kroot" "$kver" "$tree/modules" virtio_pci virtio_blk crc32c_generic ext4 virtio_net
     make_cpio "$tree" > "$work/initrd-capture.gz"
     install -D -m 0644 "$vmlinuz" "$tree/boot/vmlinuz"
     install -m 0644 "$work/initrd-capture.gz" "$tree/boot/initrd-capture.gz"
@@ -270,7 +294,9 @@ boot_guest_once() {
         -kernel "$vmlinuz" -initrd "$work/initrd.gz"
         -append "$append"
         -drive "file=$data_img,if=virtio,format=raw,snapshot=on"
-        -drive "file=$work/out.img,if=virtio,format=raw")
+        -drive "file=$work/out.img,if=virtio,format=raw"
+        -netdev "user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:3900-cmd:socat - TCP:127.0.0.1:$store_port"
+        -device virtio-net-pci,netdev=n0)
     echo "${qemu[*]}"
     : > "$log"
     rm -f "$work/stalled"
@@ -333,11 +359,13 @@ judge() {
     # Its verdict is kept, so that the timings are printed either way.
     /usr/bin/python3 tests/py/capture_judge.py --vmdump target/release/vmdump \
         --drgn-python "${VMDUMP_DRGN_VENV:-$PWD/target/venv-drgn}/bin/python" \
-        --judge "$kind" --cpus "$cpus" --serial "$work/serial.log" --keys "$work/keys" ${summary:+--summary "$summary"} "$out" ||
+        --judge "$kind" --cpus "$cpus" --serial "$work/serial.log" --keys "$work/keys" \
+        --store-env "$work/store/env" ${summary:+--summary "$summary"} "$out" ||
         verdict=1
 }
 
 cleanup() {
+    [[ -n ${store_pid-} ]] && kill "$store_pid" 2> /dev/null
     echo
     printf '%s\n' "${timings[@]}"
     printf '%-10s %4d s\n' total "$SECONDS"
@@ -354,6 +382,7 @@ main() {
     mkdir -p "$cache"
     work=$(mktemp -d "$cache/run.XXXXXX")
     trap cleanup EXIT
+    step store start_store
     step kernel fetch_suite_kernel
     step build scripts/install.sh "${install_build[@]}" --destdir "$work/stage"
     step initramfs build_initramfs

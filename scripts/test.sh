@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/lib/tools.sh
+source scripts/lib/garage.sh
 
 # free_space STAGE: the free space where the tests write, before STAGE (a
 # full disk fails a test far from its cause; the log shows it).
@@ -16,6 +17,12 @@ free_space() {
 }
 
 ensure_test_tools
+# The object stores of tests/object_store.rs (issue 42), built once into a
+# cache outside the checkout (about 15 minutes the first time), and curl,
+# the client that is not vmdump.
+apt_ensure curl:curl
+ensure_garage > /dev/null
+ensure_s3s_fs > /dev/null
 prepare_fixtures
 
 # A test keeps its temporary folder when it fails (tests/support/mod.rs);

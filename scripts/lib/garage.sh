@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Garage, the S3-compatible store the object-storage tests will run against
-# (issue 42; no test sources this yet), and s3s-fs beside it: a real, distributed store written in
+# Garage, the S3-compatible store the object-storage tests run against
+# (issue 42: tests/support/store.rs starts them), and s3s-fs beside it: a real, distributed store written in
 # Rust (AGPL-3.0), run as a tool on 127.0.0.1, never linked. Sourced by
 # scripts/*.sh after scripts/lib/tools.sh.
 #

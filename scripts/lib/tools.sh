@@ -134,7 +134,7 @@ prepare_fixtures() {
 ensure_capture_tools() {
     apt_ensure qemu-system-x86_64:qemu-system-x86 busybox:busybox-static cpio:cpio xz:xz-utils zstd:zstd \
         debugfs:e2fsprogs modprobe:kmod cc:gcc makedumpfile:makedumpfile py/kdumpfile:python3-libkdumpfile \
-        age-keygen:age ssh-keygen:openssh-client
+        age-keygen:age ssh-keygen:openssh-client socat:socat curl:curl
     ensure_drgn
 }
 

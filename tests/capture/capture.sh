@@ -138,6 +138,19 @@ if [ "$cpus" -gt 1 ]; then
     done
 fi
 
+# Object storage (issue 42): kdump-tools' and kdump-utils' command lines,
+# unchanged, with the system profile's [output] target naming the host's
+# Garage (10.0.2.100:3900, QEMU's one forward); their file gets a manifest.
+ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 || say "no network: $(ip link 2>&1 | tr '\n' ' ')"
+cp /etc/vmdump/vmdump.toml /tmp/profile.orig
+with_target() { cp /tmp/profile.orig /etc/vmdump/vmdump.toml; sed "s/@LINE@/$1/" /capture/store.toml >> /etc/vmdump/vmdump.toml; }
+with_target kdump-tools
+run vmdump.s3-kdump-tools "$out/vmdump.s3-kdump-tools.manifest" $mdf -F -c -d 31 $v
+with_target kdump-utils
+run vmdump.s3-kdump-utils "$out/vmdump.s3-kdump-utils.stdout" \
+    $mdf -l --message-level 7 -d 31 $v "$out/vmdump.s3-kdump-utils.manifest"
+cp /tmp/profile.orig /etc/vmdump/vmdump.toml
+
 # Confidential dumps: the same distribution command lines once the system
 # profile names recipients (an age X25519 key and an ssh-ed25519 key; the
 # host holds their private keys, the capture kernel only the public ones).

@@ -844,6 +844,49 @@ def judge_suse_dmesg(j, args, out, release):
             f"{crashtime} (makedumpfile's)", f"read {parsed['vmdump']}, makedumpfile's {parsed['makedumpfile']}")
 
 
+def fetch_object(env, bucket, key, path):
+    """Object s3://BUCKET/KEY into PATH with curl (a client that is not
+    vmdump, signing for itself); whether it was there."""
+    user = f"{env['AWS_ACCESS_KEY_ID']}:{env['AWS_SECRET_ACCESS_KEY']}"
+    p = subprocess.run(["curl", "-sS", "--fail-with-body", "--aws-sigv4", f"aws:amz:{env['AWS_REGION']}:s3",
+                        "--user", user, "-H", "x-amz-content-sha256:UNSIGNED-PAYLOAD", "-o", str(path),
+                        f"{env['AWS_ENDPOINT_URL']}/{bucket}/{key}"], capture_output=True, text=True)
+    return p.returncode == 0
+
+
+def judge_store(j, args, out):
+    """Issue 42: kdump-tools' and kdump-utils' command lines with the
+    profile's [output] target: the file the scripts named holds a manifest
+    naming the object; the object, downloaded by curl from the host's
+    Garage, is byte-identical to the same line's file and reads page-exact;
+    its triage and kernel log objects are there."""
+    env = dict(line.split("=", 1) for line in args.store_env.read_text().split())
+    for line, local in (("kdump-tools", "vmdump.kdump-tools"), ("kdump-utils", "vmdump.kdump-utils")):
+        name = f"vmdump.s3-{line}"
+        stat = read_stat(out / f"{name}.stat")
+        j.check(stat.get("exit") == 0, f"{name} ran in the capture kernel and exited 0",
+                f"exit {stat.get('exit')}; stderr: {tail(out / f'{name}.stderr')}")
+        manifest = (out / f"{name}.manifest").read_text() if (out / f"{name}.manifest").exists() else ""
+        m = re.search(r"^object = s3://([^/]+)/(.+)$", manifest, re.M)
+        if not j.check(m is not None and "state = complete" in manifest,
+                       f"{name}: the scripts' file is a manifest naming a complete object", manifest or "(none)"):
+            continue
+        bucket, key = m[1], m[2]
+        obj = out / f"{name}.object"
+        for suffix, path in (("", obj), (".triage.json", out / f"{name}.triage.json"),
+                             (".dmesg.txt", out / f"{name}.dmesg.txt")):
+            j.check(fetch_object(env, bucket, key + suffix, path), f"{name}: s3://{bucket}/{key}{suffix} is there", "")
+        if not obj.exists():
+            continue
+        j.check(obj.read_bytes() == (out / local).read_bytes(),
+                f"{name}: the object is byte-identical to {local}, the file of the same line", "")
+        read_back(j, args, obj, out / "vmcore")
+        triage = json.loads((out / f"{name}.triage.json").read_text()) if (out / f"{name}.triage.json").exists() else {}
+        j.check(bool(triage.get("release")), f"{name}: the triage object names the release ({triage.get('release')})", "")
+        file_rss = read_stat(out / f"{local}.stat").get("maxrss_kib", 0)
+        info(f"{name}: peak RSS {stat.get('maxrss_kib', 0):.0f} KiB uploading, {file_rss:.0f} KiB to a file")
+
+
 def judge_memory(j, out):
     """The capture kernel's peak RSS of the distributions' command lines:
     vmdump's at most RSS_SLACK times makedumpfile's, where its resident
@@ -906,6 +949,7 @@ def main():
     ap.add_argument("--summary", type=Path)
     ap.add_argument("--keys", type=Path, required=True, help="the private keys of the encrypted dumps")
     ap.add_argument("--cpus", type=int, default=1, help="the capture kernel's CPUs (capture-test.sh --cpus)")
+    ap.add_argument("--store-env", type=Path, required=True, help="the host's Garage: its env file")
     ap.add_argument("out", type=Path)
     args = ap.parse_args()
     out, j = args.out, Judge()
@@ -928,6 +972,7 @@ def main():
     j.guard("live", judge_live, j, args, out)
     j.guard("encrypted dumps", judge_encrypted, j, args, out, out / "vmcore")
     j.guard("memory", judge_memory, j, out)
+    j.guard("object storage", judge_store, j, args, out)
     j.guard("SUSE's --dump-dmesg line", judge_suse_dmesg, j, args, out, release)
     j.guard("threaded lines", judge_threads, j, args, out)
     summary(out, read)

@@ -38,7 +38,9 @@ pub fn run(args: &FetchArgs) -> anyhow::Result<()> {
     let mut at = 0;
     while at < object.size() {
         let len = (object.size() - at).min(CHUNK as u64) as usize;
-        object.read_exact_at(&mut buf[..len], at).with_context(|| format!("reading {} at {at:#x}", args.object))?;
+        object
+            .read_exact_at(&mut buf[..len], at)
+            .with_context(|| format!("reading {} at {at:#x}", args.object))?;
         file.write_all(&buf[..len]).with_context(|| format!("writing {}", args.file.display()))?;
         at += len as u64;
     }

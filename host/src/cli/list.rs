@@ -53,8 +53,22 @@ struct Group {
 /// kernel's own panic and report machinery (the same in every crash).
 const SIGNATURE_FRAMES: usize = 3;
 const MACHINERY: [&str; 16] = [
-    "panic", "vpanic", "nmi_panic", "_printk", "printk", "vprintk", "vprintk_emit", "vprintk_default",
-    "dump_stack", "dump_stack_lvl", "__warn", "report_bug", "die", "oops_end", "__crash_kexec", "crash_kexec",
+    "panic",
+    "vpanic",
+    "nmi_panic",
+    "_printk",
+    "printk",
+    "vprintk",
+    "vprintk_emit",
+    "vprintk_default",
+    "dump_stack",
+    "dump_stack_lvl",
+    "__warn",
+    "report_bug",
+    "die",
+    "oops_end",
+    "__crash_kexec",
+    "crash_kexec",
 ];
 
 /// Runs `vmdump list`.
@@ -74,7 +88,8 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         let dump = describe(&store, &prefix.bucket, key, dump_key, sizes.get(dump_key).copied());
         groups.entry(signature(&dump)).or_default().push(dump);
     }
-    let groups: Vec<Group> = groups.into_iter().map(|(signature, dumps)| Group { signature, dumps }).collect();
+    let groups: Vec<Group> =
+        groups.into_iter().map(|(signature, dumps)| Group { signature, dumps }).collect();
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&groups)?)?;
     } else {
@@ -88,7 +103,10 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 fn describe(store: &Store, bucket: &str, triage_key: &str, dump_key: &str, size: Option<u64>) -> Dump {
     let name = |key: &str| ObjectName { bucket: bucket.into(), key: key.into() };
     let (triage, host) = match get_object(store, &name(triage_key), None) {
-        Ok(r) => (serde_json::from_slice::<Value>(&r.body).unwrap_or(Value::Null), r.header("x-amz-meta-vmdump-host").map(String::from)),
+        Ok(r) => (
+            serde_json::from_slice::<Value>(&r.body).unwrap_or(Value::Null),
+            r.header("x-amz-meta-vmdump-host").map(String::from),
+        ),
         Err(e) => {
             eprintln!("vmdump: warning: {e}");
             (Value::Null, None)
@@ -142,7 +160,12 @@ fn signature(dump: &Dump) -> String {
 fn table(groups: &[Group]) -> String {
     let mut text = String::new();
     for group in groups {
-        text += &format!("{} ({} dump{})\n", group.signature, group.dumps.len(), if group.dumps.len() == 1 { "" } else { "s" });
+        text += &format!(
+            "{} ({} dump{})\n",
+            group.signature,
+            group.dumps.len(),
+            if group.dumps.len() == 1 { "" } else { "s" }
+        );
         for d in &group.dumps {
             let or = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
             let state = match d.complete {

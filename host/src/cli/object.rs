@@ -80,7 +80,9 @@ fn put_diagnosis(
     let meta = metadata(&triage, &host_name(plan), !recipients.is_empty());
     let json = serde_json::to_string_pretty(&triage).map(|j| j + "\n").map_err(anyhow::Error::from);
     let log = crate::dmesg::kernel_log(kernel.memory(), kernel.info()).map_err(anyhow::Error::from);
-    for (suffix, body, kind) in [(TRIAGE_SUFFIX, json.map(String::into_bytes), "application/json"), (DMESG_SUFFIX, log, "text/plain")] {
+    for (suffix, body, kind) in
+        [(TRIAGE_SUFFIX, json.map(String::into_bytes), "application/json"), (DMESG_SUFFIX, log, "text/plain")]
+    {
         let object = name.with_suffix(suffix);
         let put = body.and_then(|body| {
             let body = if recipients.is_empty() { body } else { recipients.encrypt(&body)? };
@@ -120,7 +122,8 @@ pub(super) fn write_dump(
     let mut headers = put_diagnosis(&store, name, plan, kernel, &recipients);
     headers.push(("content-type", "application/octet-stream".into()));
     let mut sink = ObjectSink::new(store.clone(), name.clone(), settings.part_size, headers);
-    let uploaded = dump(plan, &mut sink).with_context(|| format!("dump to {name} failed (the upload was aborted)"));
+    let uploaded =
+        dump(plan, &mut sink).with_context(|| format!("dump to {name} failed (the upload was aborted)"));
     let report = match (uploaded, &settings.fallback) {
         (Ok(report), _) => report,
         (Err(e), Some(dir)) => {
@@ -153,7 +156,8 @@ pub(super) fn write_to_target(
     let release = plan.utsname().map(|u| String::from_utf8_lossy(u.get(2)).into_owned()).unwrap_or_default();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let key = template_key(template, &host_name(plan), &release, &crate::triage::time::utc_basic(now as i64));
-    let name = ObjectName::parse(&key).with_context(|| format!("[output] target = {template:?}: not s3://BUCKET/KEY"))?;
+    let name = ObjectName::parse(&key)
+        .with_context(|| format!("[output] target = {template:?}: not s3://BUCKET/KEY"))?;
     let mut direct = profile.clone();
     direct.output.fallback = None;
     match write_dump(args, &direct, plan, kernel, &name) {
@@ -197,7 +201,12 @@ fn write_manifest(args: &DumpArgs, name: &ObjectName, report: &DumpReport) -> an
 
 /// The dump written to `dir` when the store failed: a file named after the
 /// object's key (its `/` as `_`).
-fn write_fallback(plan: &Plan<'_>, profile: &Profile, name: &ObjectName, dir: &Path) -> anyhow::Result<DumpReport> {
+fn write_fallback(
+    plan: &Plan<'_>,
+    profile: &Profile,
+    name: &ObjectName,
+    dir: &Path,
+) -> anyhow::Result<DumpReport> {
     let path: PathBuf = dir.join(name.key.replace('/', "_"));
     eprintln!("vmdump: writing the dump to the fallback {} instead", path.display());
     let file = super::dump::create_output(&path, false)?;

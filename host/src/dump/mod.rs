@@ -353,7 +353,9 @@ fn dump_kdump(
     };
     // Every page stored raw at worst, after the shared zero page.
     let pages = pass.piece_pages.unwrap_or(pass.layout.num_dumpable) + 1;
-    sink.expect_at_most(pass.layout.data_offset + pages * u64::from(pass.layout.block_size) + plan.eraseinfo().len() as u64);
+    sink.expect_at_most(
+        pass.layout.data_offset + pages * u64::from(pass.layout.block_size) + plan.eraseinfo().len() as u64,
+    );
     let mut writer = KdumpWriter::begin(sink, &preamble)?;
     let options = if piece.is_some() { plan.run().progress.quiet() } else { plan.run().progress.clone() };
     let mut progress = Progress::new("Copying data", writer.expected_pages(), &options);

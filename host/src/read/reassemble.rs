@@ -177,7 +177,11 @@ impl Joiner<'_> {
 
 /// Clears the bits of the `lost` pfns in the 2nd bitmap copied from
 /// `first`, so that readers see those pages absent, not corrupt (§1.11).
-fn clear_lost(first: &KdumpReader<DumpSource>, lost: &[Range<u64>], sink: &mut dyn Sink) -> anyhow::Result<()> {
+fn clear_lost(
+    first: &KdumpReader<DumpSource>,
+    lost: &[Range<u64>],
+    sink: &mut dyn Sink,
+) -> anyhow::Result<()> {
     let bitmap = first.geometry().bitmap2_offset;
     let mut buf = Vec::new();
     // The last byte written: the next run may start in it (runs increase).

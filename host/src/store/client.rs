@@ -95,7 +95,11 @@ impl Request<'_> {
 
 /// An upload id or a token, cut for messages.
 fn short(value: &str) -> String {
-    if value.len() > 16 { format!("{}...", &value[..value.floor_char_boundary(12)]) } else { value.into() }
+    if value.chars().count() > 16 {
+        format!("{}...", value.chars().take(12).collect::<String>())
+    } else {
+        value.into()
+    }
 }
 
 /// An answer.
@@ -213,6 +217,15 @@ impl Store {
     /// [`StoreError::Refused`] for an answer no retry changes,
     /// [`StoreError::Unreachable`] when the budget is spent.
     pub fn send(&self, req: &Request<'_>) -> Result<Response, StoreError> {
+        self.send_within(req, self.config.retry_budget)
+    }
+
+    /// [`Store::send`] with retries for `budget` at most (the cleanup of a
+    /// failed dump, which must not wait as long again).
+    ///
+    /// # Errors
+    /// As [`Store::send`].
+    pub fn send_within(&self, req: &Request<'_>, budget: Duration) -> Result<Response, StoreError> {
         let started = Instant::now();
         let mut backoff = FIRST_BACKOFF;
         let mut attempts = 0;
@@ -239,7 +252,7 @@ impl Store {
                 Err(transport) => transport,
             };
             let waited = started.elapsed();
-            if waited + backoff > self.config.retry_budget {
+            if waited + backoff > budget {
                 return Err(StoreError::Unreachable {
                     endpoint: self.config.endpoint.clone(),
                     request: req.describe(),
@@ -258,8 +271,13 @@ impl Store {
     fn attempt(&self, req: &Request<'_>) -> Result<Response, String> {
         let path = format!("/{}/{}", uri_encode(req.bucket, true), uri_encode(req.key, false));
         let path = if req.key.is_empty() { format!("/{}", uri_encode(req.bucket, true)) } else { path };
-        let signable =
-            Signable { method: req.method, host: &self.host, path: &path, query: &req.query, headers: &req.headers };
+        let signable = Signable {
+            method: req.method,
+            host: &self.host,
+            path: &path,
+            query: &req.query,
+            headers: &req.headers,
+        };
         let signed = sign(&signable, &self.config.credentials, &self.config.region, SystemTime::now());
         let query = canonical_query(&req.query);
         let url = format!("{}{path}{}{query}", self.config.endpoint, if query.is_empty() { "" } else { "?" });
@@ -274,7 +292,9 @@ impl Store {
         let headers = response
             .headers()
             .iter()
-            .map(|(n, v)| (n.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .map(|(n, v)| {
+                (n.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned())
+            })
             .collect();
         let body = if req.method == "HEAD" {
             Vec::new()
@@ -320,8 +340,19 @@ mod tests {
     #[test]
     fn only_errors_that_may_pass_are_retried() {
         assert!(retryable(503, "SlowDown") && retryable(500, "") && retryable(400, "RequestTimeout"));
-        assert!(!retryable(403, "AccessDenied") && !retryable(404, "NoSuchBucket") && !retryable(400, "EntityTooSmall"));
-        let req = Request { method: "PUT", bucket: "b", key: "k", query: vec![("uploadId", "x".repeat(40))], headers: vec![], body: &[] };
+        assert!(
+            !retryable(403, "AccessDenied")
+                && !retryable(404, "NoSuchBucket")
+                && !retryable(400, "EntityTooSmall")
+        );
+        let req = Request {
+            method: "PUT",
+            bucket: "b",
+            key: "k",
+            query: vec![("uploadId", "x".repeat(40))],
+            headers: vec![],
+            body: &[],
+        };
         assert_eq!(req.describe(), "PUT b/k?uploadId=xxxxxxxxxxxx...");
     }
 }

@@ -79,7 +79,8 @@ pub fn put_object(
     mut headers: Vec<(&'static str, String)>,
 ) -> Result<(), StoreError> {
     headers.push(("content-md5", upload::content_md5(body)));
-    let req = Request { method: "PUT", bucket: &name.bucket, key: &name.key, query: Vec::new(), headers, body };
+    let req =
+        Request { method: "PUT", bucket: &name.bucket, key: &name.key, query: Vec::new(), headers, body };
     store.send(&req).map(drop)
 }
 
@@ -124,7 +125,14 @@ pub fn list_objects(store: &Store, bucket: &str, prefix: &str) -> Result<Vec<Lis
 /// The store's error (no such object).
 pub fn get_object(store: &Store, name: &ObjectName, range: Option<&str>) -> Result<Response, StoreError> {
     let headers = range.map(|r| ("range", format!("bytes={r}"))).into_iter().collect();
-    let req = Request { method: "GET", bucket: &name.bucket, key: &name.key, query: Vec::new(), headers, body: &[] };
+    let req = Request {
+        method: "GET",
+        bucket: &name.bucket,
+        key: &name.key,
+        query: Vec::new(),
+        headers,
+        body: &[],
+    };
     store.send(&req)
 }
 

@@ -37,7 +37,14 @@ impl ObjectReader {
     /// # Errors
     /// The store's error (no such object, no access).
     pub fn open(store: Arc<Store>, name: ObjectName) -> Result<Self, StoreError> {
-        let req = Request { method: "HEAD", bucket: &name.bucket, key: &name.key, query: vec![], headers: vec![], body: &[] };
+        let req = Request {
+            method: "HEAD",
+            bucket: &name.bucket,
+            key: &name.key,
+            query: vec![],
+            headers: vec![],
+            body: &[],
+        };
         let response = store.send(&req)?;
         let size = response.header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
         Ok(Self { store, name, size, cache: Mutex::new(Vec::new()) })
@@ -58,7 +65,9 @@ impl ObjectReader {
     /// [`LARGE_FETCH`]; anything else [`SMALL_FETCH`].
     fn range_at(&self, at: u64) -> io::Result<(u64, Arc<Vec<u8>>)> {
         let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(hit) = cache.iter().position(|(start, bytes)| (*start..start + bytes.len() as u64).contains(&at)) {
+        if let Some(hit) =
+            cache.iter().position(|(start, bytes)| (*start..start + bytes.len() as u64).contains(&at))
+        {
             let hit = cache.remove(hit);
             cache.push(hit.clone());
             return Ok(hit);
@@ -88,7 +97,9 @@ impl ObjectReader {
                 response.status
             )));
         }
-        while !cache.is_empty() && cache.iter().map(|(_, b)| b.len()).sum::<usize>() + response.body.len() > KEPT_BYTES {
+        while !cache.is_empty()
+            && cache.iter().map(|(_, b)| b.len()).sum::<usize>() + response.body.len() > KEPT_BYTES
+        {
             cache.remove(0);
         }
         let fetched = (at, Arc::new(response.body));
@@ -119,7 +130,12 @@ impl ReadAt for ObjectReader {
         let end = offset.checked_add(buf.len() as u64).filter(|&e| e <= self.size).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                format!("read of {:#x} bytes at {offset:#x} beyond the end of {} ({:#x} bytes)", buf.len(), self.name, self.size),
+                format!(
+                    "read of {:#x} bytes at {offset:#x} beyond the end of {} ({:#x} bytes)",
+                    buf.len(),
+                    self.name,
+                    self.size
+                ),
             )
         })?;
         let mut at = offset;

@@ -93,7 +93,9 @@ impl StoreSettings {
             None => credentials_env(env)?,
         };
         let ca_certificates = match &output.ca_file {
-            Some(path) => Some(std::fs::read(path).map_err(|cause| TargetError::CaFile { path: path.clone(), cause })?),
+            Some(path) => {
+                Some(std::fs::read(path).map_err(|cause| TargetError::CaFile { path: path.clone(), cause })?)
+            }
             None => None,
         };
         let part_mib = output.part_mib.unwrap_or(8);
@@ -119,8 +121,11 @@ impl StoreSettings {
 /// Whether `endpoint` is on this machine (plain HTTP never leaves it).
 fn is_loopback(endpoint: &str) -> bool {
     let host = endpoint.trim_start_matches("http://");
-    let host = host.rsplit_once(':').map_or(host, |(h, port)| if port.parse::<u16>().is_ok() { h } else { host });
-    host == "localhost" || host == "[::1]" || host.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+    let host =
+        host.rsplit_once(':').map_or(host, |(h, port)| if port.parse::<u16>().is_ok() { h } else { host });
+    host == "localhost"
+        || host == "[::1]"
+        || host.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 fn credentials_env(env: Environment<'_>) -> Result<Credentials, TargetError> {
@@ -169,7 +174,10 @@ pub fn template_key(template: &str, host: &str, release: &str, time: &str) -> St
     let clean = |text: &str| -> String {
         text.chars().map(|c| if c.is_ascii_graphic() && c != '/' { c } else { '_' }).collect()
     };
-    template.replace("{host}", &clean(host)).replace("{release}", &clean(release)).replace("{time}", &clean(time))
+    template
+        .replace("{host}", &clean(host))
+        .replace("{release}", &clean(release))
+        .replace("{time}", &clean(time))
 }
 
 #[cfg(test)]
@@ -190,15 +198,25 @@ mod tests {
             ("AWS_SECRET_ACCESS_KEY", "secret"),
         ]);
         let settings = StoreSettings::resolve(&OutputSection::default(), &env).unwrap();
-        assert_eq!((settings.config.endpoint.as_str(), settings.config.region.as_str()), ("http://127.0.0.1:3900", "garage"));
+        assert_eq!(
+            (settings.config.endpoint.as_str(), settings.config.region.as_str()),
+            ("http://127.0.0.1:3900", "garage")
+        );
         assert_eq!(settings.part_size, 8 << 20);
-        let output = OutputSection { endpoint: Some("http://10.0.2.2:3900".into()), ..OutputSection::default() };
+        let output =
+            OutputSection { endpoint: Some("http://10.0.2.2:3900".into()), ..OutputSection::default() };
         assert!(matches!(StoreSettings::resolve(&output, &env), Err(TargetError::InsecureHttp { .. })));
         let output = OutputSection { allow_http: true, ..output };
         assert_eq!(StoreSettings::resolve(&output, &env).unwrap().config.endpoint, "http://10.0.2.2:3900");
         let none = env_of(&[]);
-        assert!(matches!(StoreSettings::resolve(&OutputSection::default(), &none), Err(TargetError::NoCredentials)));
-        let aws = StoreSettings::resolve(&OutputSection::default(), &env_of(&[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "b")]));
+        assert!(matches!(
+            StoreSettings::resolve(&OutputSection::default(), &none),
+            Err(TargetError::NoCredentials)
+        ));
+        let aws = StoreSettings::resolve(
+            &OutputSection::default(),
+            &env_of(&[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "b")]),
+        );
         assert_eq!(aws.unwrap().config.endpoint, "https://s3.us-east-1.amazonaws.com");
     }
 
@@ -217,8 +235,15 @@ mod tests {
 
     #[test]
     fn keys_from_templates_and_loopback_hosts() {
-        assert_eq!(template_key("{host}/{time}-{release}/vmcore", "web 1", "6.1.0-9", "20261207T190000Z"), "web_1/20261207T190000Z-6.1.0-9/vmcore");
-        assert!(is_loopback("http://127.0.0.1:3900") && is_loopback("http://localhost") && is_loopback("http://[::1]:9000"));
+        assert_eq!(
+            template_key("{host}/{time}-{release}/vmcore", "web 1", "6.1.0-9", "20261207T190000Z"),
+            "web_1/20261207T190000Z-6.1.0-9/vmcore"
+        );
+        assert!(
+            is_loopback("http://127.0.0.1:3900")
+                && is_loopback("http://localhost")
+                && is_loopback("http://[::1]:9000")
+        );
         assert!(!is_loopback("http://10.0.2.2:3900") && !is_loopback("http://127.example.com"));
     }
 }

@@ -54,7 +54,12 @@ pub struct Signable<'a> {
 
 /// The headers to add to the request: `x-amz-date`,
 /// `x-amz-content-sha256`, the session token if any, and `Authorization`.
-pub fn sign(req: &Signable<'_>, creds: &Credentials, region: &str, now: SystemTime) -> Vec<(&'static str, String)> {
+pub fn sign(
+    req: &Signable<'_>,
+    creds: &Credentials,
+    region: &str,
+    now: SystemTime,
+) -> Vec<(&'static str, String)> {
     let amz_date = timestamp(now);
     let mut added = vec![("x-amz-date", amz_date.clone()), ("x-amz-content-sha256", UNSIGNED_PAYLOAD.into())];
     if let Some(token) = &creds.session_token {
@@ -73,14 +78,22 @@ pub fn sign(req: &Signable<'_>, creds: &Credentials, region: &str, now: SystemTi
     let signature = signature(&creds.secret_key, region, &amz_date, &canonical);
     added.push((
         "authorization",
-        format!("AWS4-HMAC-SHA256 Credential={}/{scope}, SignedHeaders={signed}, Signature={signature}", creds.access_key),
+        format!(
+            "AWS4-HMAC-SHA256 Credential={}/{scope}, SignedHeaders={signed}, Signature={signature}",
+            creds.access_key
+        ),
     ));
     added
 }
 
 /// The canonical request of `req` with its `headers` (lowercase, trimmed,
 /// sorted) whose names are `signed`, for a body of hash `payload`.
-fn canonical_request(req: &Signable<'_>, headers: &[(String, String)], signed: &str, payload: &str) -> String {
+fn canonical_request(
+    req: &Signable<'_>,
+    headers: &[(String, String)],
+    signed: &str,
+    payload: &str,
+) -> String {
     format!(
         "{}\n{}\n{}\n{}\n{signed}\n{payload}",
         req.method,
@@ -174,7 +187,8 @@ mod tests {
         .iter()
         .map(|(n, v)| (n.to_string(), v.to_string()))
         .collect();
-        let canonical = canonical_request(&req, &headers, "host;range;x-amz-content-sha256;x-amz-date", empty);
+        let canonical =
+            canonical_request(&req, &headers, "host;range;x-amz-content-sha256;x-amz-date", empty);
         assert_eq!(
             signature("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "us-east-1", &amz, &canonical),
             "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
@@ -201,7 +215,11 @@ mod tests {
         let added = sign(&req, &creds, "garage", UNIX_EPOCH);
         let auth = &added.iter().find(|(n, _)| *n == "authorization").unwrap().1;
         assert!(auth.starts_with("AWS4-HMAC-SHA256 Credential=GKtest/19700101/garage/s3/aws4_request"));
-        assert!(auth.contains("SignedHeaders=content-md5;host;x-amz-content-sha256;x-amz-date;x-amz-security-token"));
+        assert!(
+            auth.contains(
+                "SignedHeaders=content-md5;host;x-amz-content-sha256;x-amz-date;x-amz-security-token"
+            )
+        );
         assert!(!format!("{added:?}{creds:?}").contains("very-secret-key"));
     }
 }

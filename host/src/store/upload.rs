@@ -14,9 +14,9 @@ use base64::Engine as _;
 use md5::{Digest, Md5};
 use vmdump_format::sink::{Sink, SinkError};
 
+use super::ObjectName;
 use super::client::{Request, Store, StoreError};
 use super::xml;
-use super::ObjectName;
 
 /// S3's smallest part (all but the last).
 pub const MIN_PART: u64 = 5 << 20;
@@ -24,6 +24,9 @@ pub const MIN_PART: u64 = 5 << 20;
 const MAX_PART: u64 = 5 << 30;
 /// S3's most parts in one upload.
 pub const MAX_PARTS: u32 = 10_000;
+/// How long the cleanup of a failed dump retries a request: the store that
+/// failed it is likely still away.
+const CLEANUP_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Parts of `size` bytes from byte `start`, numbered from `first`.
 #[derive(Debug, Clone, Copy)]
@@ -47,7 +50,8 @@ impl PartPlan {
 
     /// The number and byte range of the part that holds `offset`.
     fn part_at(&self, offset: u64) -> (u32, Range<u64>) {
-        let seg = self.segments.iter().rev().find(|s| s.start <= offset).expect("the first segment starts at 0");
+        let seg =
+            self.segments.iter().rev().find(|s| s.start <= offset).expect("the first segment starts at 0");
         let index = (offset - seg.start) / seg.size;
         let start = seg.start + index * seg.size;
         (seg.first + index as u32, start..start + seg.size)
@@ -55,7 +59,8 @@ impl PartPlan {
 
     /// The byte range of part `number`.
     fn range(&self, number: u32) -> Range<u64> {
-        let seg = self.segments.iter().rev().find(|s| s.first <= number).expect("part 1 is in the first segment");
+        let seg =
+            self.segments.iter().rev().find(|s| s.first <= number).expect("part 1 is in the first segment");
         let start = seg.start + u64::from(number - seg.first) * seg.size;
         start..start + seg.size
     }
@@ -121,7 +126,12 @@ pub struct ObjectSink {
 impl ObjectSink {
     /// An object `name` in `store`, in parts of `part_size` bytes (at least
     /// [`MIN_PART`]) until a size hint asks for larger ones.
-    pub fn new(store: Arc<Store>, name: ObjectName, part_size: u64, headers: Vec<(&'static str, String)>) -> Self {
+    pub fn new(
+        store: Arc<Store>,
+        name: ObjectName,
+        part_size: u64,
+        headers: Vec<(&'static str, String)>,
+    ) -> Self {
         Self {
             store,
             name,
@@ -142,7 +152,12 @@ impl ObjectSink {
         self.open.len()
     }
 
-    fn request<'a>(&'a self, method: &'static str, query: Vec<(&'static str, String)>, body: &'a [u8]) -> Request<'a> {
+    fn request<'a>(
+        &'a self,
+        method: &'static str,
+        query: Vec<(&'static str, String)>,
+        body: &'a [u8],
+    ) -> Request<'a> {
         Request { method, bucket: &self.name.bucket, key: &self.name.key, query, headers: Vec::new(), body }
     }
 
@@ -215,11 +230,20 @@ impl ObjectSink {
         let parts: String = self
             .uploaded
             .iter()
-            .map(|(n, etag)| format!("<Part><PartNumber>{n}</PartNumber><ETag>{}</ETag></Part>", xml::escape(etag)))
+            .map(|(n, etag)| {
+                format!("<Part><PartNumber>{n}</PartNumber><ETag>{}</ETag></Part>", xml::escape(etag))
+            })
             .collect();
         let body = format!("<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>");
         let id = self.upload_id()?;
-        let response = self.store.send(&self.request("POST", vec![("uploadId", id)], body.as_bytes()))?;
+        let response = match self.store.send(&self.request("POST", vec![("uploadId", id)], body.as_bytes())) {
+            // A retry of a completion whose answer was lost: the object is there.
+            Err(StoreError::Refused { code, .. }) if code == "NoSuchUpload" && self.object_is_whole() => {
+                self.upload_id = None;
+                return Ok(());
+            }
+            other => other?,
+        };
         // An error may come in a 200 answer once the store has started it.
         if let Some(code) = xml::text(&response.body, "Code") {
             let message = xml::text(&response.body, "Message").unwrap_or_default();
@@ -235,10 +259,52 @@ impl ObjectSink {
         Ok(())
     }
 
+    /// Whether the object exists with the length written (its upload was
+    /// completed).
+    fn object_is_whole(&self) -> bool {
+        let head = self.request("HEAD", Vec::new(), &[]);
+        self.store.send(&head).ok().and_then(|r| r.header("content-length")?.parse::<u64>().ok())
+            == Some(self.end)
+    }
+
+    /// Aborts the uploads of this key other than `keep`: those a retried
+    /// start left when its answer was lost (the store started them, vmdump
+    /// never heard of them). Each that cannot be aborted is named.
+    fn abort_strays(&self, keep: Option<&str>) {
+        let query = vec![("prefix", self.name.key.clone()), ("uploads", String::new())];
+        let req = Request {
+            method: "GET",
+            bucket: &self.name.bucket,
+            key: "",
+            query,
+            headers: Vec::new(),
+            body: &[],
+        };
+        let Ok(listing) = self.store.send_within(&req, CLEANUP_BUDGET) else { return };
+        let text = String::from_utf8_lossy(&listing.body).into_owned();
+        for upload in xml::elements(&text, "Upload") {
+            let (key, id) = (xml::text(upload.as_bytes(), "Key"), xml::text(upload.as_bytes(), "UploadId"));
+            let (Some(key), Some(id)) = (key, id) else { continue };
+            if key != self.name.key || Some(id.as_str()) == keep {
+                continue;
+            }
+            if let Err(e) = self
+                .store
+                .send_within(&self.request("DELETE", vec![("uploadId", id.clone())], &[]), CLEANUP_BUDGET)
+            {
+                eprintln!("vmdump: warning: a stray upload {id} of {} could not be aborted ({e})", self.name);
+            }
+        }
+    }
+
     /// Aborts the upload, if one was started and not completed.
     fn abort(&mut self) {
         let Some(id) = self.upload_id.take() else { return };
-        if let Err(e) = self.store.send(&self.request("DELETE", vec![("uploadId", id.clone())], &[])) {
+        self.abort_strays(Some(&id));
+        if let Err(e) = self
+            .store
+            .send_within(&self.request("DELETE", vec![("uploadId", id.clone())], &[]), CLEANUP_BUDGET)
+        {
             eprintln!(
                 "vmdump: warning: the unfinished upload {id} of {} could not be aborted ({e}); \
                  it holds space until the store's lifecycle rule or an operator removes it",
@@ -275,7 +341,8 @@ impl Sink for ObjectSink {
             }
             // Zeros where nothing was written are what a part holds anyway.
             if self.open.contains_key(&number) || bytes.iter().any(|&b| b != 0) {
-                let part = self.open.entry(number).or_insert_with(|| vec![0; (range.end - range.start) as usize]);
+                let part =
+                    self.open.entry(number).or_insert_with(|| vec![0; (range.end - range.start) as usize]);
                 let from = (at - range.start) as usize;
                 part[from..from + bytes.len()].copy_from_slice(bytes);
             }
@@ -301,8 +368,12 @@ impl Sink for ObjectSink {
         if self.finished {
             return Ok(());
         }
+        let retried = self.store.traffic().retries > 0;
         self.complete().map_err(|e| self.failed(0, 0, e))?;
         self.finished = true;
+        if retried {
+            self.abort_strays(None);
+        }
         Ok(())
     }
 

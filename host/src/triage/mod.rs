@@ -235,7 +235,8 @@ fn named_task(line: &str) -> Option<(u32, String)> {
     let (pid, rest) = rest.split_once(" Comm: ")?;
     let end = [" Kdump: ", " Not tainted", " Tainted: "].iter().filter_map(|m| rest.find(m)).min()?;
     let comm = rest[..end].trim_end();
-    (!comm.is_empty() && comm.len() <= 15 && !comm.contains(' ')).then(|| Some((pid.trim().parse().ok()?, comm.to_string())))?
+    (!comm.is_empty() && comm.len() <= 15 && !comm.contains(' '))
+        .then(|| Some((pid.trim().parse().ok()?, comm.to_string())))?
 }
 
 /// Most tasks walked for a pid's name.

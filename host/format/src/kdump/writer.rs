@@ -222,7 +222,9 @@ impl<'s> KdumpWriter<'s> {
             writer.sink.write_at(layout.data_offset, &vec![0; page_size as usize])?;
             writer.data_end += page_size;
         }
-        writer.sink.settle(layout.page_desc_offset + PAGE_DESC_SIZE as u64 * writer.expected_pages..writer.data_end)?;
+        writer.sink.settle(
+            layout.page_desc_offset + PAGE_DESC_SIZE as u64 * writer.expected_pages..writer.data_end,
+        )?;
         Ok(writer)
     }
 
