@@ -236,17 +236,12 @@ pub(super) fn sink_for(
 }
 
 /// Writes the dump of `plan` to the output file, stdout or an object.
-fn write_dump(
-    args: &DumpArgs,
-    profile: &Profile,
-    plan: &Plan<'_>,
-    kernel: Option<&crate::kernel::KernelView<'_>>,
-) -> anyhow::Result<DumpReport> {
+fn write_dump(args: &DumpArgs, profile: &Profile, plan: &Plan<'_>) -> anyhow::Result<DumpReport> {
     if let Some(name) = crate::store::ObjectName::of_path(&args.output) {
-        return super::object::write_dump(args, profile, plan, kernel, &name);
+        return super::object::write_dump(args, profile, plan, &name);
     }
     if let Some(template) = profile.output.target.as_deref().filter(|_| args.to_target) {
-        return super::object::write_to_target(args, profile, plan, kernel, template);
+        return super::object::write_to_target(args, profile, plan, template);
     }
     write_local(args, profile, plan)
 }
@@ -418,7 +413,7 @@ pub fn run_with(
     plan.notes().iter().for_each(|note| eprintln!("vmdump: warning: {note}"));
     let report = match super::split::outputs(args, profile)? {
         Some(outputs) => super::split::write_pieces(args, profile, &plan, &outputs)?,
-        None => write_dump(args, profile, &plan, kernel.as_ref())?,
+        None => write_dump(args, profile, &plan)?,
     };
     print_outcome(args, &report)?;
     if let Some(json) = &progress.json {

@@ -63,26 +63,46 @@ fn host_name(plan: &Plan<'_>) -> String {
 
 /// Puts the triage (JSON) and the kernel log beside `name`, before the
 /// dump: a dump whose upload fails still leaves them. Each that cannot be
-/// made or put is a warning, never a lost dump. Returns the dump's
-/// metadata.
+/// made or put is a warning, never a lost dump. The kernel is opened for
+/// them alone and closed before the first page: its symbols, its modules'
+/// and its BTF (most of 15 MiB) are not held through the dump. Returns the
+/// dump's metadata.
 fn put_diagnosis(
     store: &Store,
     name: &ObjectName,
     plan: &Plan<'_>,
-    kernel: Option<&KernelView<'_>>,
     recipients: &Recipients,
 ) -> Vec<(&'static str, String)> {
-    let Some(kernel) = kernel else {
-        eprintln!("vmdump: warning: no kernel to read: no triage or kernel log is put beside {name}");
-        return metadata(&Triage::default(), &host_name(plan), !recipients.is_empty());
+    let host = host_name(plan);
+    let meta = match KernelView::open(plan.input()) {
+        Ok(Some(kernel)) => put_objects(store, name, plan, &kernel, &host, recipients),
+        Ok(None) | Err(_) => {
+            eprintln!("vmdump: warning: no kernel to read: no triage or kernel log is put beside {name}");
+            metadata(&Triage::default(), &host, !recipients.is_empty())
+        }
     };
+    crate::resident::release_free_heap();
+    meta
+}
+
+/// The triage and the kernel log of `kernel`, put beside `name`; the dump's metadata.
+fn put_objects(
+    store: &Store,
+    name: &ObjectName,
+    plan: &Plan<'_>,
+    kernel: &KernelView<'_>,
+    host: &str,
+    recipients: &Recipients,
+) -> Vec<(&'static str, String)> {
     let triage = Triage::read(kernel, plan.input().notes());
-    let meta = metadata(&triage, &host_name(plan), !recipients.is_empty());
+    let meta = metadata(&triage, host, !recipients.is_empty());
     let json = serde_json::to_string_pretty(&triage).map(|j| j + "\n").map_err(anyhow::Error::from);
     let log = crate::dmesg::kernel_log(kernel.memory(), kernel.info()).map_err(anyhow::Error::from);
-    for (suffix, body, kind) in
-        [(TRIAGE_SUFFIX, json.map(String::into_bytes), "application/json"), (DMESG_SUFFIX, log, "text/plain")]
-    {
+    let objects = [
+        (TRIAGE_SUFFIX, json.map(String::into_bytes), "application/json"),
+        (DMESG_SUFFIX, log, "text/plain"),
+    ];
+    for (suffix, body, kind) in objects {
         let object = name.with_suffix(suffix);
         let put = body.and_then(|body| {
             let body = if recipients.is_empty() { body } else { recipients.encrypt(&body)? };
@@ -108,7 +128,6 @@ pub(super) fn write_dump(
     args: &DumpArgs,
     profile: &Profile,
     plan: &Plan<'_>,
-    kernel: Option<&KernelView<'_>>,
     name: &ObjectName,
 ) -> anyhow::Result<DumpReport> {
     if args.elf || args.split.is_some() {
@@ -119,7 +138,7 @@ pub(super) fn write_dump(
         anyhow::bail!("{name}: encrypted dumps cannot go to an object store yet: write them to a file");
     }
     let (store, settings) = open_store(profile)?;
-    let mut headers = put_diagnosis(&store, name, plan, kernel, &recipients);
+    let mut headers = put_diagnosis(&store, name, plan, &recipients);
     headers.push(("content-type", "application/octet-stream".into()));
     let mut sink = ObjectSink::new(store.clone(), name.clone(), settings.part_size, headers);
     let uploaded =
@@ -150,7 +169,6 @@ pub(super) fn write_to_target(
     args: &DumpArgs,
     profile: &Profile,
     plan: &Plan<'_>,
-    kernel: Option<&KernelView<'_>>,
     template: &str,
 ) -> anyhow::Result<DumpReport> {
     let release = plan.utsname().map(|u| String::from_utf8_lossy(u.get(2)).into_owned()).unwrap_or_default();
@@ -160,7 +178,7 @@ pub(super) fn write_to_target(
         .with_context(|| format!("[output] target = {template:?}: not s3://BUCKET/KEY"))?;
     let mut direct = profile.clone();
     direct.output.fallback = None;
-    match write_dump(args, &direct, plan, kernel, &name) {
+    match write_dump(args, &direct, plan, &name) {
         Ok(report) => {
             write_manifest(args, &name, &report)?;
             Ok(report)

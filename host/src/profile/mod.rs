@@ -67,7 +67,7 @@ pub struct OutputSection {
     /// The signing region; default `AWS_REGION`, else `us-east-1`.
     pub region: Option<String>,
     /// Size of the dump's parts in MiB (5 to 5120; larger parts when the
-    /// dump could need more than 10,000) [default: 8].
+    /// dump could need more than 10,000) [default: 5, S3's least].
     pub part_mib: Option<u64>,
     /// Seconds a request may go on being retried [default: 120].
     pub retry_seconds: Option<u64>,

@@ -58,6 +58,14 @@ pub enum StoreError {
         /// The last failure.
         last: String,
     },
+    /// No memory for a part.
+    #[error("no memory for a part of {bytes} bytes: {cause}")]
+    Memory {
+        /// The part's size.
+        bytes: usize,
+        /// The error.
+        cause: std::io::Error,
+    },
     /// The configuration cannot make a client.
     #[error("object store {endpoint}: {why}")]
     Config {

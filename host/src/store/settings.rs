@@ -98,7 +98,7 @@ impl StoreSettings {
             }
             None => None,
         };
-        let part_mib = output.part_mib.unwrap_or(8);
+        let part_mib = output.part_mib.unwrap_or(5);
         if !(MIN_PART >> 20..=5120).contains(&part_mib) {
             return Err(TargetError::Range(format!("part_mib = {part_mib} is out of range 5..=5120")));
         }
@@ -202,7 +202,7 @@ mod tests {
             (settings.config.endpoint.as_str(), settings.config.region.as_str()),
             ("http://127.0.0.1:3900", "garage")
         );
-        assert_eq!(settings.part_size, 8 << 20);
+        assert_eq!(settings.part_size, 5 << 20);
         let output =
             OutputSection { endpoint: Some("http://10.0.2.2:3900".into()), ..OutputSection::default() };
         assert!(matches!(StoreSettings::resolve(&output, &env), Err(TargetError::InsecureHttp { .. })));

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use md5::{Digest, Md5};
+use memmap2::MmapMut;
 use vmdump_format::sink::{Sink, SinkError};
 
 use super::ObjectName;
@@ -112,7 +113,7 @@ pub struct ObjectSink {
     headers: Vec<(&'static str, String)>,
     plan: PartPlan,
     /// Parts being filled, by number.
-    open: BTreeMap<u32, Vec<u8>>,
+    open: BTreeMap<u32, MmapMut>,
     settled: Settled,
     /// Parts uploaded: number and ETag.
     uploaded: BTreeMap<u32, String>,
@@ -184,7 +185,10 @@ impl ObjectSink {
     fn upload_part(&mut self, number: u32) -> Result<(), StoreError> {
         let range = self.plan.range(number);
         let len = (range.end.min(self.end) - range.start) as usize;
-        let buffer = self.open.remove(&number).unwrap_or_else(|| vec![0; len]);
+        let buffer = match self.open.remove(&number) {
+            Some(buffer) => buffer,
+            None => part_buffer(len).map_err(|cause| StoreError::Memory { bytes: len, cause })?,
+        };
         let body = &buffer[..len];
         let id = self.upload_id()?;
         let mut req = self.request("PUT", vec![("partNumber", number.to_string()), ("uploadId", id)], body);
@@ -213,12 +217,15 @@ impl ObjectSink {
     fn complete(&mut self) -> Result<(), StoreError> {
         let (last, _) = self.plan.part_at(self.end.saturating_sub(1));
         if last == 1 && self.upload_id.is_none() {
-            let body = self.open.remove(&1).unwrap_or_default();
-            let mut body = body;
-            body.resize(self.end as usize, 0);
-            let mut req = self.request("PUT", Vec::new(), &body);
+            let len = self.end as usize;
+            let buffer = match self.open.remove(&1) {
+                Some(buffer) => buffer,
+                None => part_buffer(len).map_err(|cause| StoreError::Memory { bytes: len, cause })?,
+            };
+            let body = &buffer[..len];
+            let mut req = self.request("PUT", Vec::new(), body);
             req.headers = self.headers.clone();
-            req.headers.push(("content-md5", content_md5(&body)));
+            req.headers.push(("content-md5", content_md5(body)));
             self.store.send(&req)?;
             return Ok(());
         }
@@ -318,6 +325,13 @@ impl ObjectSink {
     }
 }
 
+/// A part's buffer: an anonymous mapping, resident only where it is
+/// written and given back to the system whole when dropped (a heap buffer
+/// of megabytes would be zeroed whole, and stay with the process once freed).
+fn part_buffer(len: usize) -> std::io::Result<MmapMut> {
+    MmapMut::map_anon(len.max(1))
+}
+
 /// The Content-MD5 header of `body`.
 pub(super) fn content_md5(body: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(Md5::digest(body))
@@ -341,8 +355,15 @@ impl Sink for ObjectSink {
             }
             // Zeros where nothing was written are what a part holds anyway.
             if self.open.contains_key(&number) || bytes.iter().any(|&b| b != 0) {
-                let part =
-                    self.open.entry(number).or_insert_with(|| vec![0; (range.end - range.start) as usize]);
+                let part = match self.open.entry(number) {
+                    std::collections::btree_map::Entry::Occupied(part) => part.into_mut(),
+                    std::collections::btree_map::Entry::Vacant(slot) => {
+                        let len = (range.end - range.start) as usize;
+                        let fresh =
+                            part_buffer(len).map_err(|cause| SinkError::Io { offset: at, len, cause })?;
+                        slot.insert(fresh)
+                    }
+                };
                 let from = (at - range.start) as usize;
                 part[from..from + bytes.len()].copy_from_slice(bytes);
             }
