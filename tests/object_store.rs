@@ -423,3 +423,72 @@ fn a_store_away_within_the_budget_is_waited_for_and_beyond_it_the_dump_falls_bac
         "store back within the budget: completed; gone: fallback after {seconds:.1} s, error after {seconds_error:.1} s"
     );
 }
+
+/// Sends `signal` to the store processes `pids`.
+fn signal(signal: &str, pids: &[String]) {
+    assert!(
+        std::process::Command::new("kill").arg(signal).args(pids).status().unwrap().success(),
+        "kill {signal} {pids:?}"
+    );
+}
+
+#[test]
+fn a_three_node_cluster_that_loses_a_node_or_stops_whole_within_the_budget_still_gets_the_dump() {
+    let Some(fixtures) = all_fixtures() else { return };
+    let store = Store::start(Kind::GarageCluster, "cluster");
+    let dir = temp_dir("object-cluster");
+    let fixture = &fixtures[1];
+    let profile = profile(&dir, "part_mib = 5\nrequest_timeout_seconds = 4\nretry_seconds = 60");
+    let options = [
+        "dump",
+        "--no-progress",
+        "--profile",
+        profile.to_str().unwrap(),
+        "-d",
+        "1",
+        "--compress",
+        "zstd",
+        "--threads",
+        "1",
+    ];
+    let local = dir.join("local");
+    vmdump_ok([&options[..], &[fixture.elf.to_str().unwrap(), local.to_str().unwrap()]].concat());
+    // fault: what happens to the nodes once the dump is under way.
+    let run = |key: &str, fault: &dyn Fn()| {
+        let mut child = store
+            .command(store.var("AWS_ENDPOINT_URL"))
+            .args(options)
+            .args([fixture.elf.to_str().unwrap(), &store.url(key)])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        assert!(child.try_wait().unwrap().is_none(), "{key}: the dump ended before the fault");
+        fault();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{key}: {stderr}");
+        let object = dir.join("object");
+        assert!(store.download(key, &object), "{key} is not there");
+        assert!(
+            std::fs::read(&object).unwrap() == std::fs::read(&local).unwrap(),
+            "{key}: the object differs from the file"
+        );
+        stderr
+    };
+    // Node 3 killed: node 1 and 2 are a quorum of the three replicas.
+    run("cluster/node-down", &|| signal("-KILL", &store.pids[2..]));
+    // Every node stopped, started again 10 s later (within 60 s of retries).
+    let stderr = run("cluster/all-stopped", &|| {
+        signal("-STOP", &store.pids[..2]);
+        std::thread::sleep(std::time::Duration::from_secs(10));
+        signal("-CONT", &store.pids[..2]);
+    });
+    assert!(retries(&stderr) > 0, "no retry while the nodes were stopped: {stderr}");
+    let pages = libkdumpfile_compare(&local, &fixture.elf);
+    assert!(pages.different == 0, "{}", pages.raw);
+    eprintln!(
+        "three nodes: one killed, then all stopped for 10 s: both dumps identical to the file ({} retries)",
+        retries(&stderr)
+    );
+}

@@ -130,3 +130,55 @@ s3s_fs_node() {
     await_store s3s-fs "$pid" "$dir" bash -c "(: < /dev/tcp/127.0.0.1/$port) 2> /dev/null" || return 1
     write_store_env "$dir/env" S3S_FS_PID "$pid" "http://127.0.0.1:$port" us-east-1 "$key" "$secret"
 }
+
+# garage_cluster GARAGE DIR: three nodes on free ports of 127.0.0.1
+# (DIR/n1..n3), replication factor 3 (writes need two of them), one zone
+# each, connected and laid out, a bucket `dumps` and a key that may read
+# and write it; writes DIR/env (node 1's S3 API as AWS_ENDPOINT_URL, and
+# GARAGE_PIDS: the three pids, node 1 first), 0600.
+garage_cluster() {
+    local garage=$1 dir=$2 secret i pids=() ports=() key key_secret
+    mkdir -p "$dir" && chmod 700 "$dir"
+    secret=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+    for i in 1 2 3; do
+        local s3 rpc
+        s3=$(free_port) rpc=$(free_port)
+        ports+=("$s3")
+        mkdir -p "$dir/n$i"
+        (umask 077 && cat > "$dir/n$i.toml" <<EOF2
+metadata_dir = "$dir/n$i/meta"
+data_dir = "$dir/n$i/data"
+db_engine = "lmdb"
+replication_factor = 3
+rpc_bind_addr = "127.0.0.1:$rpc"
+rpc_public_addr = "127.0.0.1:$rpc"
+rpc_secret = "$secret"
+
+[s3_api]
+s3_region = "garage"
+api_bind_addr = "127.0.0.1:$s3"
+EOF2
+        )
+        "$garage" -c "$dir/n$i.toml" server > "$dir/n$i/server.log" 2>&1 &
+        pids+=($!)
+    done
+    for i in 1 2 3; do
+        await_store "garage node $i" "${pids[i - 1]}" "$dir/n$i" "$garage" -c "$dir/n$i.toml" node id -q || return 1
+    done
+    local id
+    for i in 2 3; do
+        id=$("$garage" -c "$dir/n$i.toml" node id -q 2> /dev/null)
+        "$garage" -c "$dir/n1.toml" node connect "$id" > /dev/null || return 1
+    done
+    for i in 1 2 3; do
+        id=$("$garage" -c "$dir/n$i.toml" node id -q 2> /dev/null)
+        "$garage" -c "$dir/n1.toml" layout assign -z "dc$i" -c 1G "${id%@*}" > /dev/null || return 1
+    done
+    "$garage" -c "$dir/n1.toml" layout apply --version 1 > /dev/null || return 1
+    await_store "garage cluster" "${pids[0]}" "$dir/n1" "$garage" -c "$dir/n1.toml" bucket create dumps || return 1
+    key=GK$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+    key_secret=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+    "$garage" -c "$dir/n1.toml" key import --yes -n vmdump "$key" "$key_secret" > /dev/null || return 1
+    "$garage" -c "$dir/n1.toml" bucket allow dumps --read --write --owner --key "$key" > /dev/null || return 1
+    write_store_env "$dir/env" GARAGE_PIDS "${pids[*]}" "http://127.0.0.1:${ports[0]}" garage "$key" "$key_secret"
+}

@@ -17,13 +17,16 @@ pub enum Kind {
     Garage,
     /// s3s-fs: refuses parts under 5 MiB but the last, numbers not 1..N.
     S3sFs,
+    /// Garage, three nodes, replication factor 3; the client talks to node 1.
+    GarageCluster,
 }
 
 /// A running store and what a client needs to reach it.
 pub struct Store {
     /// `AWS_*` variables and `BUCKET`, as its env file has them.
     pub env: Vec<(String, String)>,
-    pid: String,
+    /// Its processes (a cluster's nodes, node 1 first).
+    pub pids: Vec<String>,
     /// Its folder (config, data, log).
     pub dir: TempDir,
 }
@@ -35,6 +38,7 @@ impl Store {
         let (ensure, start, pid) = match kind {
             Kind::Garage => ("ensure_garage", "garage_single_node", "GARAGE_PID"),
             Kind::S3sFs => ("ensure_s3s_fs", "s3s_fs_node", "S3S_FS_PID"),
+            Kind::GarageCluster => ("ensure_garage", "garage_cluster", "GARAGE_PIDS"),
         };
         let script = format!(
             "set -e; source scripts/lib/tools.sh; source scripts/lib/garage.sh; tool=$({ensure}); {start} \"$tool\" \"$1\""
@@ -52,9 +56,10 @@ impl Store {
             .filter_map(|l| l.split_once('='))
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let pid = env.iter().find(|(k, _)| k == pid).map(|(_, v)| v.clone()).expect("its pid");
+        let pids = env.iter().find(|(k, _)| k == pid).map(|(_, v)| v.clone()).expect("its pids");
+        let pids = pids.split_whitespace().map(String::from).collect();
         env.retain(|(k, _)| k.starts_with("AWS_") || k == "BUCKET");
-        Self { env, pid, dir }
+        Self { env, pids, dir }
     }
 
     /// A variable of its env file.
@@ -161,7 +166,8 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        let _ = Command::new("kill").arg(&self.pid).status();
+        let _ = Command::new("kill").arg("-CONT").args(&self.pids).status();
+        let _ = Command::new("kill").args(&self.pids).status();
     }
 }
 
