@@ -25,6 +25,10 @@ pub const MIN_PART: u64 = 5 << 20;
 const MAX_PART: u64 = 5 << 30;
 /// S3's most parts in one upload.
 pub const MAX_PARTS: u32 = 10_000;
+/// Completions asked again when the store says a part does not match after
+/// a retry, and the wait before each (docs/object-storage.md, "Faults").
+const LATE_PART_WAITS: u32 = 5;
+const LATE_PART_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// How long the cleanup of a failed dump retries a request: the store that
 /// failed it is likely still away.
 const CLEANUP_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
@@ -243,13 +247,27 @@ impl ObjectSink {
             .collect();
         let body = format!("<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>");
         let id = self.upload_id()?;
-        let response = match self.store.send(&self.request("POST", vec![("uploadId", id)], body.as_bytes())) {
-            // A retry of a completion whose answer was lost: the object is there.
-            Err(StoreError::Refused { code, .. }) if code == "NoSuchUpload" && self.object_is_whole() => {
-                self.upload_id = None;
-                return Ok(());
+        let complete = self.request("POST", vec![("uploadId", id)], body.as_bytes());
+        let mut late = 0;
+        let response = loop {
+            match self.store.send(&complete) {
+                // A retry of a completion whose answer was lost: the object is there.
+                Err(StoreError::Refused { code, .. }) if code == "NoSuchUpload" && self.object_is_whole() => {
+                    self.upload_id = None;
+                    return Ok(());
+                }
+                // An attempt of a part that timed out may still be arriving
+                // (a store that was stopped, a slow path): the same bytes,
+                // which the store takes as the part's newest copy once they
+                // are in. Asked again a little later, the parts match.
+                Err(StoreError::Refused { code, .. })
+                    if code == "InvalidPart" && late < LATE_PART_WAITS && self.store.traffic().retries > 0 =>
+                {
+                    late += 1;
+                    std::thread::sleep(LATE_PART_WAIT);
+                }
+                other => break other?,
             }
-            other => other?,
         };
         // An error may come in a 200 answer once the store has started it.
         if let Some(code) = xml::text(&response.body, "Code") {
