@@ -360,7 +360,8 @@ judge() {
     /usr/bin/python3 tests/py/capture_judge.py --vmdump target/release/vmdump \
         --drgn-python "${VMDUMP_DRGN_VENV:-$PWD/target/venv-drgn}/bin/python" \
         --judge "$kind" --cpus "$cpus" --serial "$work/serial.log" --keys "$work/keys" \
-        --store-env "$work/store/env" ${summary:+--summary "$summary"} "$out" ||
+        --store-env "$work/store/env" --other-kernel target/fixtures/vmcore-SK72 \
+        ${summary:+--summary "$summary"} "$out" ||
         verdict=1
 }
 
@@ -379,6 +380,8 @@ cleanup() {
 main() {
     ensure_capture_tools
     find_real_makedumpfile
+    # The 7.2 fixture: another kernel's dump beside the capture's for vmdump list.
+    prepare_fixtures
     mkdir -p "$cache"
     work=$(mktemp -d "$cache/run.XXXXXX")
     trap cleanup EXIT

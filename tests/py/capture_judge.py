@@ -34,6 +34,7 @@ any check failed.
 """
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -887,6 +888,41 @@ def judge_store(j, args, out):
         info(f"{name}: peak RSS {stat.get('maxrss_kib', 0):.0f} KiB uploading, {file_rss:.0f} KiB to a file")
 
 
+def judge_list(j, args, out):
+    """Issue 42: `vmdump list` over the capture's store, holding the crash
+    three times (kdump-tools' and kdump-utils' lines in the capture kernel,
+    and the vmcore dumped from the host) and a dump of another kernel (the
+    7.2 fixture): the crash's dumps in one group, the other kernel's in
+    another, the JSON parsed."""
+    env = dict(line.split("=", 1) for line in args.store_env.read_text().split())
+    bucket = env["BUCKET"]
+    run_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    run_env.update({k: v for k, v in env.items() if k.startswith("AWS_")})
+    for key, vmcore in (("capture/host/vmcore", out / "vmcore"), ("capture/other-kernel/vmcore", args.other_kernel)):
+        p = subprocess.run([args.vmdump, "dump", "--no-progress", "-d", "31", str(vmcore), f"s3://{bucket}/{key}"],
+                           env=run_env, capture_output=True, text=True)
+        j.check(p.returncode == 0, f"vmdump dump {vmcore.name} s3://{bucket}/{key} on the host", p.stderr[-800:])
+    p = subprocess.run([args.vmdump, "list", "--json", f"s3://{bucket}/capture/"], env=run_env,
+                       capture_output=True, text=True)
+    try:
+        groups = json.loads(p.stdout)
+    except ValueError as e:
+        j.check(False, "vmdump list --json parses", f"{e}; exit {p.returncode}; {p.stderr[-800:]}")
+        return
+    def members(suffix):
+        found = [g for g in groups if any(d["object"].endswith(suffix) for d in g["dumps"])]
+        return [d["object"] for d in found[0]["dumps"]] if found else []
+    crash = members("/kdump-tools/vmcore")
+    j.check(all(any(o.endswith(s) for o in crash) for s in ("/kdump-utils/vmcore", "capture/host/vmcore")),
+            f"vmdump list: the crash's three dumps in one group ({len(crash)} dumps)", json.dumps(groups))
+    other = members("other-kernel/vmcore")
+    j.check(bool(other) and not set(other) & set(crash),
+            "vmdump list: the other kernel's dump in a group of its own", json.dumps(groups))
+    text = subprocess.run([args.vmdump, "list", f"s3://{bucket}/capture/"], env=run_env,
+                          capture_output=True, text=True).stdout
+    info("vmdump list:\n" + text.rstrip())
+
+
 def judge_memory(j, out):
     """The capture kernel's peak RSS of the distributions' command lines:
     vmdump's at most RSS_SLACK times makedumpfile's, where its resident
@@ -950,6 +986,8 @@ def main():
     ap.add_argument("--keys", type=Path, required=True, help="the private keys of the encrypted dumps")
     ap.add_argument("--cpus", type=int, default=1, help="the capture kernel's CPUs (capture-test.sh --cpus)")
     ap.add_argument("--store-env", type=Path, required=True, help="the host's Garage: its env file")
+    ap.add_argument("--other-kernel", type=Path, required=True,
+                    help="a vmcore of another kernel (the 7.2 fixture), for vmdump list")
     ap.add_argument("out", type=Path)
     args = ap.parse_args()
     out, j = args.out, Judge()
@@ -973,6 +1011,7 @@ def main():
     j.guard("encrypted dumps", judge_encrypted, j, args, out, out / "vmcore")
     j.guard("memory", judge_memory, j, out)
     j.guard("object storage", judge_store, j, args, out)
+    j.guard("vmdump list", judge_list, j, args, out)
     j.guard("SUSE's --dump-dmesg line", judge_suse_dmesg, j, args, out, release)
     j.guard("threaded lines", judge_threads, j, args, out)
     summary(out, read)

@@ -21,8 +21,16 @@ pub enum Kind {
     GarageCluster,
 }
 
+impl Kind {
+    /// The single-node stores every upload test runs on: Garage, and the
+    /// strict one, which refuses what AWS refuses.
+    pub const SINGLE: [Kind; 2] = [Kind::Garage, Kind::S3sFs];
+}
+
 /// A running store and what a client needs to reach it.
 pub struct Store {
+    /// Which store.
+    pub kind: Kind,
     /// `AWS_*` variables and `BUCKET`, as its env file has them.
     pub env: Vec<(String, String)>,
     /// Its processes (a cluster's nodes, node 1 first).
@@ -59,7 +67,7 @@ impl Store {
         let pids = env.iter().find(|(k, _)| k == pid).map(|(_, v)| v.clone()).expect("its pids");
         let pids = pids.split_whitespace().map(String::from).collect();
         env.retain(|(k, _)| k.starts_with("AWS_") || k == "BUCKET");
-        Self { env, pids, dir }
+        Self { kind, env, pids, dir }
     }
 
     /// A variable of its env file.
@@ -137,17 +145,18 @@ impl Store {
             .collect()
     }
 
-    /// Multipart uploads still open in the bucket.
-    pub fn open_uploads(&self) -> Vec<String> {
+    /// Multipart uploads still open in the bucket; `None` from s3s-fs,
+    /// which cannot list them.
+    pub fn open_uploads(&self) -> Option<Vec<String>> {
+        if matches!(self.kind, Kind::S3sFs) {
+            return None;
+        }
         let url = format!("{}/{}?uploads=", self.var("AWS_ENDPOINT_URL"), self.var("BUCKET"));
         let out = self.curl(&[&url]);
         assert!(out.status.success(), "listing uploads: {}", String::from_utf8_lossy(&out.stdout));
         let text = String::from_utf8_lossy(&out.stdout);
-        text.split("<UploadId>")
-            .skip(1)
-            .filter_map(|s| s.split_once("</UploadId>"))
-            .map(|(k, _)| k.to_string())
-            .collect()
+        let ids = text.split("<UploadId>").skip(1).filter_map(|s| s.split_once("</UploadId>"));
+        Some(ids.map(|(k, _)| k.to_string()).collect())
     }
 
     /// Every file under the store's folder, and its log.

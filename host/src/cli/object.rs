@@ -5,17 +5,19 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use anyhow::Context;
 
 use super::dump::DumpArgs;
-use crate::crypt::Recipients;
+use crate::crypt::{EncryptedSink, Recipients};
 use crate::dump::{DumpReport, dump};
 use crate::kernel::KernelView;
 use crate::plan::Plan;
 use crate::profile::{OutputFormat, Profile};
-use crate::store::{ObjectName, ObjectSink, Store, StoreSettings, put_object, template_key};
+use crate::store::{ObjectName, ObjectSink, ObjectStream, Store, StoreSettings, put_object, template_key};
 use crate::triage::Triage;
+use vmdump_format::sink::Sink as _;
 
 /// The store the profile's `[output]` and the process's environment name.
 ///
@@ -134,15 +136,12 @@ pub(super) fn write_dump(
         anyhow::bail!("{name}: an object store takes the kdump format, not ELF output nor split pieces");
     }
     let recipients = profile.recipients()?;
-    if !recipients.is_empty() {
-        anyhow::bail!("{name}: encrypted dumps cannot go to an object store yet: write them to a file");
-    }
     let (store, settings) = open_store(profile)?;
     let mut headers = put_diagnosis(&store, name, plan, &recipients);
     headers.push(("content-type", "application/octet-stream".into()));
     let mut sink = ObjectSink::new(store.clone(), name.clone(), settings.part_size, headers);
-    let uploaded =
-        dump(plan, &mut sink).with_context(|| format!("dump to {name} failed (the upload was aborted)"));
+    let uploaded = upload(plan, &mut sink, &recipients)
+        .with_context(|| format!("dump to {name} failed (the upload was aborted)"));
     let report = match (uploaded, &settings.fallback) {
         (Ok(report), _) => report,
         (Err(e), Some(dir)) => {
@@ -154,6 +153,21 @@ pub(super) fn write_dump(
     };
     let traffic = store.traffic();
     Ok(report.with_store(name.to_string(), traffic))
+}
+
+/// The dump of `plan` into `object`: the kdump file, or with recipients
+/// the age encryption of its flattened stream, as a file gets it.
+fn upload(plan: &Plan<'_>, object: &mut ObjectSink, recipients: &Recipients) -> anyhow::Result<DumpReport> {
+    if recipients.is_empty() {
+        return Ok(dump(plan, object)?);
+    }
+    let size_hint = Arc::new(AtomicU64::new(0));
+    let stream = ObjectStream::new(object, size_hint.clone());
+    let mut encrypted = EncryptedSink::new(recipients, stream, None)?.with_size_hint(size_hint);
+    let report = dump(plan, &mut encrypted)?;
+    drop(encrypted);
+    object.finish()?;
+    Ok(report)
 }
 
 /// makedumpfile mode with `[output] target`: the dump goes to the object

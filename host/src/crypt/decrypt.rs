@@ -24,7 +24,12 @@ pub fn is_encrypted(path: &Path) -> anyhow::Result<bool> {
     let Ok(mut file) = File::open(path) else { return Ok(false) };
     let got =
         read_up_to(&mut file, &mut magic).with_context(|| format!("{}: cannot read", path.display()))?;
-    Ok(got == magic.len() && magic == AGE_MAGIC)
+    Ok(starts_encrypted(&magic[..got]))
+}
+
+/// Whether `bytes` (a file's first) begin an age file.
+pub fn starts_encrypted(bytes: &[u8]) -> bool {
+    bytes.starts_with(AGE_MAGIC)
 }
 
 /// Refuses an encrypted file where a plain one is read, saying what to do.

@@ -11,7 +11,9 @@
 mod decrypt;
 mod sink;
 
-pub use decrypt::{Decrypted, Identities, decrypt, decrypt_to_temporary, is_encrypted, refuse_encrypted};
+pub use decrypt::{
+    Decrypted, Identities, decrypt, decrypt_to_temporary, is_encrypted, refuse_encrypted, starts_encrypted,
+};
 pub use sink::EncryptedSink;
 
 use std::io::Write;

@@ -1,6 +1,8 @@
 //! The encrypted output: the dump's flattened stream through an age stream.
 
 use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use age::stream::StreamWriter;
 use vmdump_format::sink::{FlattenedSink, Sink, SinkError, io_error};
@@ -27,6 +29,10 @@ pub struct EncryptedSink<W: Write> {
     header_bound: u64,
     /// Set once the limit stopped a write: the closing writes then pass.
     closing: bool,
+    /// Where the bound of the encrypted size goes once the dump knows its
+    /// own ([`Sink::expect_at_most`]): the stream's writer, behind the age
+    /// stream, reads it (an object sizes its parts by it).
+    size_hint: Option<Arc<AtomicU64>>,
 }
 
 impl<W: Write> EncryptedSink<W> {
@@ -39,7 +45,13 @@ impl<W: Write> EncryptedSink<W> {
         let age = recipients.wrap(out)?;
         let flat = FlattenedSink::new(age).map_err(|e| CryptError::Encrypt(e.to_string()))?;
         let header_bound = AGE_HEADER_PER_RECIPIENT * recipients.keys.len() as u64;
-        Ok(Self { flat, limit, header_bound, closing: false })
+        Ok(Self { flat, limit, header_bound, closing: false, size_hint: None })
+    }
+
+    /// The same, telling `hint` the encrypted stream's size at most once
+    /// the dump knows its own.
+    pub fn with_size_hint(self, hint: Arc<AtomicU64>) -> Self {
+        Self { size_hint: Some(hint), ..self }
     }
 
     /// The encrypted size of `plain` bytes of stream, at most.
@@ -58,6 +70,16 @@ impl<W: Write> Sink for EncryptedSink<W> {
             }
         }
         self.flat.write_at(offset, data)
+    }
+
+    /// The flattened stream adds a 16-byte record header to each write: a
+    /// page's bytes come in three at most (its data, its descriptor, its
+    /// bit), and the dump's bound counts each page whole (4 KiB or more).
+    fn expect_at_most(&mut self, len: u64) {
+        if let Some(hint) = &self.size_hint {
+            let flattened = len + len / 64 + 4096;
+            hint.store(self.encrypted_size(flattened), Ordering::Relaxed);
+        }
     }
 
     fn finish(&mut self) -> Result<(), SinkError> {

@@ -36,6 +36,15 @@ pub type DumpSource = Box<dyn ReadAt + Send + Sync>;
 pub fn open_dump(path: &Path) -> anyhow::Result<KdumpReader<DumpSource>> {
     if let Some(name) = ObjectName::of_path(path) {
         let object = crate::store::open_object(name)?;
+        let mut magic = [0u8; 32];
+        let start = &mut magic[..object.size().min(32) as usize];
+        if object.read_exact_at(start, 0).is_ok() && crate::crypt::starts_encrypted(start) {
+            anyhow::bail!(
+                "{} is an encrypted dump: copy it (`vmdump fetch {0} FILE`) and decrypt the copy \
+                 (`vmdump decrypt -i IDENTITY FILE DUMP`)",
+                path.display()
+            );
+        }
         return KdumpReader::open(Box::new(object) as DumpSource)
             .with_context(|| format!("{}: not a valid kdump-compressed object", path.display()));
     }

@@ -17,7 +17,7 @@ pub use client::{Request, Response, Store, StoreConfig, StoreError, TrafficCount
 pub use read::ObjectReader;
 pub use settings::{Environment, StoreSettings, TargetError, template_key};
 pub use sign::Credentials;
-pub use upload::{MAX_PARTS, MIN_PART, ObjectSink};
+pub use upload::{MAX_PARTS, MIN_PART, ObjectSink, ObjectStream};
 
 use std::fmt;
 use std::path::Path;

@@ -261,7 +261,9 @@ impl ObjectSink {
                 // which the store takes as the part's newest copy once they
                 // are in. Asked again a little later, the parts match.
                 Err(StoreError::Refused { code, .. })
-                    if code == "InvalidPart" && late < LATE_PART_WAITS && self.store.traffic().retries > 0 =>
+                    if code == "InvalidPart"
+                        && late < LATE_PART_WAITS
+                        && self.store.traffic().retries > 0 =>
                 {
                     late += 1;
                     std::thread::sleep(LATE_PART_WAIT);
@@ -418,6 +420,41 @@ impl Sink for ObjectSink {
 
     fn bytes_written(&self) -> u64 {
         self.written
+    }
+}
+
+/// A stream (an encrypted dump) written into an [`ObjectSink`] from its
+/// start: each byte is final once written, so each part goes up as soon as
+/// it is full. The bound of the stream's size comes through `size_hint`
+/// (0 until known).
+pub struct ObjectStream<'a> {
+    object: &'a mut ObjectSink,
+    size_hint: Arc<std::sync::atomic::AtomicU64>,
+    hinted: u64,
+}
+
+impl<'a> ObjectStream<'a> {
+    /// Appends to `object`, which has nothing written yet.
+    pub fn new(object: &'a mut ObjectSink, size_hint: Arc<std::sync::atomic::AtomicU64>) -> Self {
+        Self { object, size_hint, hinted: 0 }
+    }
+}
+
+impl io::Write for ObjectStream<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let hint = self.size_hint.load(std::sync::atomic::Ordering::Relaxed);
+        if hint != self.hinted {
+            self.object.expect_at_most(hint);
+            self.hinted = hint;
+        }
+        let at = self.object.end;
+        let end = at + buf.len() as u64;
+        self.object.write_at(at, buf).and_then(|()| self.object.settle(at..end)).map_err(io::Error::other)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 

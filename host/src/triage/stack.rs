@@ -112,17 +112,39 @@ fn scan(kernel: &KernelView<'_>, sp: u64, stack_end: u64) -> Result<Vec<Frame>, 
 }
 
 /// Whether `address - 1` is in a text symbol of the kernel or a module.
+/// The modules' symbols (and the kernel's BTF that finds them: megabytes,
+/// which an object store sends) are read only for a word where a module
+/// can be and, on x86_64, that a call precedes: a stale module address on
+/// an x86_64 stack is not named.
 fn is_text(kernel: &KernelView<'_>, address: u64) -> bool {
     let text = |kind: char| kind.eq_ignore_ascii_case(&'t');
     let Ok(symbols) = kernel.symbols() else { return false };
     if let Some((s, _)) = symbols.containing(address.wrapping_sub(1)) {
         return text(s.kind);
     }
-    kernel
-        .modules()
-        .ok()
-        .and_then(|m| m.containing(address.wrapping_sub(1)))
-        .is_some_and(|(_, s, _)| text(s.kind))
+    let x86_64 = kernel.memory().arch().machine() == Machine::X86_64;
+    may_be_in_a_module(kernel, address)
+        && (!x86_64 || follows_a_call(kernel, address))
+        && kernel
+            .modules()
+            .ok()
+            .and_then(|m| m.containing(address.wrapping_sub(1)))
+            .is_some_and(|(_, s, _)| text(s.kind))
+}
+
+/// How far from the kernel's text a module's code can lie where the kernel
+/// keeps modules beside its image (x86_64, arm64, riscv64 and s390x call
+/// between them with 32-bit relative branches: 2 GiB, and the image).
+const MODULE_REACH: u64 = 4 << 30;
+
+/// Whether `address` can be in a module: near the kernel's text;
+/// anywhere on ppc64le, which loads modules in its vmalloc area.
+fn may_be_in_a_module(kernel: &KernelView<'_>, address: u64) -> bool {
+    if kernel.memory().arch().machine() == Machine::Ppc64le {
+        return true;
+    }
+    let text = kernel.symbols().ok().and_then(|s| s.address_of("_stext").ok());
+    text.is_none_or(|text| address.abs_diff(text) < MODULE_REACH)
 }
 
 /// Whether the bytes before `address` are an x86_64 call: `e8 rel32`, or
@@ -157,7 +179,8 @@ fn frame(kernel: &KernelView<'_>, address: u64, is_return: bool) -> Frame {
             guess: false,
         };
     }
-    if let Some((m, s, offset)) = kernel.modules().ok().and_then(|m| m.containing(at)) {
+    let module = || kernel.modules().ok().and_then(|m| m.containing(at));
+    if let Some((m, s, offset)) = may_be_in_a_module(kernel, at).then(module).flatten() {
         return Frame {
             address,
             symbol: Some(symbolized(s.name, offset, s.size)),
