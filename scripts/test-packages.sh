@@ -12,10 +12,12 @@
 #      (and only there unless asked): unpacked, the image runs vmdump, which
 #      lists its plugins, dumps a synthetic vmcore with a plugin and the real
 #      vmcore of ../shared/fixtures with kdump-tools' command line, each dump
-#      verified by the host;
+#      verified by the host; an S3 key beside the profile goes with it, 0600
+#      and root's as on the system (issue 42);
 #   3. the dracut module does the same in an initramfs built as kdump-utils'
 #      mkdumprd builds it (kdumpbase, here a stand-in that installs
-#      /sbin/makedumpfile as the real one does), and stays out of others.
+#      /sbin/makedumpfile as the real one does), with the S3 key 0600, and
+#      stays out of others.
 #
 # Usage: scripts/test-packages.sh [--debs DIR] [--no-build] [--keep] [--refresh-cache]
 #   --debs DIR       test the .deb files in DIR instead of building them
@@ -420,6 +422,17 @@ has_files() {
         grep -qE "(^|[ /])${want}( |$)" "$listing" || { echo "not in the image: $want"; return 1; }
     done
 }
+# An S3 key beside the profile (issue 42), which the images must carry
+# readable by root alone, as it is on the system.
+S3_CREDENTIALS=etc/vmdump/s3-credentials
+write_s3_credentials() {
+    r sh -c "umask 077 && printf '[default]\naws_access_key_id = GKtest\naws_secret_access_key = not-a-secret\n' > /$S3_CREDENTIALS"
+}
+only_root_reads() {
+    local mode
+    mode=$(stat -c '%a %U' "$1") || return 1
+    [[ $mode == "600 root" ]] || { echo "$1: mode and owner $mode"; return 1; }
+}
 lacks_vmdump() {
     ! grep -qE '(^|[ /])usr/sbin/vmdump( |$)' "$1" || { echo "usr/sbin/vmdump is in the image"; return 1; }
 }
@@ -496,6 +509,7 @@ test_initramfs_tools() {
     check "the boot initramfs has no vmdump" lacks_vmdump "$RUN/boot.lst"
 
     step "kdump-tools' initramfs-tools copy in /var/lib/kdump" r sh -c "$(declare -f kdump_tools_confdir); kdump_tools_confdir"
+    step "an S3 key beside the profile, 0600" write_s3_credentials
     step "mkinitramfs -d /var/lib/kdump/initramfs-tools (kdump-tools' initrd)" \
         mkinitramfs_to -d /var/lib/kdump/initramfs-tools -o /tmp/kdump.img
     r lsinitramfs /tmp/kdump.img >"$RUN/kdump.lst"
@@ -503,6 +517,7 @@ test_initramfs_tools() {
         usr/sbin/vmdump usr/sbin/makedumpfile etc/vmdump/vmdump.toml usr/lib/vmdump/plugins/libvmdump_c_zlib.so \
         usr/lib/vmdump/plugins/libvmdump_filter_pfn_ranges.so usr/lib/vmdump/plugins/libvmdump_filter_pattern.so
     step "unmkinitramfs kdump.img" unpack_initramfs /tmp/kdump.img /tmp/kdump.d
+    check "the S3 key is in the image, mode 0600, root's" only_root_reads "$UNPACKED/$S3_CREDENTIALS"
     # kdump-tools' default MAKEDUMP_ARGS, as kdump-config runs them (the flattened format to stdout).
     runs_in_image "$UNPACKED" "initramfs-tools image" 'makedumpfile -F -c -d 31 @VMCORE@ > /dump.flat' /dump.flat
 
@@ -555,10 +570,11 @@ test_dracut() {
         usr/lib/vmdump/plugins/libvmdump_c_zlib.so usr/lib/vmdump/plugins/libvmdump_filter_pfn_ranges.so \
         usr/lib/vmdump/plugins/libvmdump_filter_pattern.so
     step "lsinitrd --unpack dracut-kdump.img" unpack_dracut /tmp/dracut-kdump.img /tmp/dracut-kdump.d
+    check "the S3 key is in the image, mode 0600, root's" only_root_reads "$ROOT/tmp/dracut-kdump.d/$S3_CREDENTIALS"
     # kdump-utils' default core_collector, as its kdump.sh runs it to a file.
     runs_in_image "$ROOT/tmp/dracut-kdump.d" "dracut image" \
         '/sbin/makedumpfile -l --message-level 7 -d 31 @VMCORE@ /dump.kdump' /dump.kdump
-    rm -rf "$ROOT/usr/lib/dracut/modules.d/99kdumpbase"
+    rm -rf "$ROOT/usr/lib/dracut/modules.d/99kdumpbase" "$ROOT/$S3_CREDENTIALS"
 }
 
 main() {

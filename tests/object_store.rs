@@ -49,6 +49,17 @@ fn dump_both(
     object
 }
 
+/// Runs `test` on each single-node store (Garage, then s3s-fs, which
+/// refuses what AWS refuses), with a folder of its own, on the fixtures.
+fn in_each_store(name: &str, test: impl Fn(&Store, &Path, &[Fixture])) {
+    let Some(fixtures) = all_fixtures() else { return };
+    for kind in Kind::SINGLE {
+        let store = Store::start(kind, name);
+        let dir = temp_dir(&format!("object-{name}-{kind:?}"));
+        test(&store, &dir, &fixtures);
+    }
+}
+
 /// Every multipart upload was completed or aborted (where the store lists them).
 fn assert_no_open_upload(store: &Store) {
     if let Some(open) = store.open_uploads() {
@@ -65,11 +76,8 @@ fn profile(dir: &Path, output: &str) -> std::path::PathBuf {
 
 #[test]
 fn fixtures_in_each_store_are_their_local_files_page_exact_with_the_diagnosis_beside() {
-    let Some(fixtures) = all_fixtures() else { return };
-    for kind in Kind::SINGLE {
-        let store = Store::start(kind, "fixtures");
-        let dir = temp_dir(&format!("object-fixtures-{kind:?}"));
-        for fixture in &fixtures {
+    in_each_store("fixtures", |store, dir, fixtures| {
+        for fixture in fixtures {
             let key = format!("{}/vmcore", fixture.name);
             let object = dump_both(&store, fixture, &["-d", "31", "--compress", "zlib"], &key, &dir);
             let pages = libkdumpfile_compare(&object, &fixture.elf);
@@ -110,7 +118,7 @@ fn fixtures_in_each_store_are_their_local_files_page_exact_with_the_diagnosis_be
             );
         }
         assert_no_open_upload(&store);
-    }
+    });
 }
 
 #[test]
@@ -174,10 +182,7 @@ fn the_strict_store_accepts_every_upload_of_parts_of_five_mib_plain_or_encrypted
 
 #[test]
 fn the_secret_key_is_in_no_object_no_output_and_no_file_others_can_read() {
-    let Some(fixtures) = all_fixtures() else { return };
-    for kind in Kind::SINGLE {
-        let store = Store::start(kind, "secret");
-        let dir = temp_dir(&format!("object-secret-{kind:?}"));
+    in_each_store("secret", |store, dir, fixtures| {
         let fixture = &fixtures[0];
         let url = store.url("secret/vmcore");
         let out = store.vmdump(["dump", "-d", "31", fixture.elf.to_str().unwrap(), &url]);
@@ -211,7 +216,7 @@ fn the_secret_key_is_in_no_object_no_output_and_no_file_others_can_read() {
         }
         let log = std::fs::read(store.dir.join("node/server.log")).unwrap();
         assert!(!contains(&log), "the store's log holds the key");
-    }
+    });
 }
 
 /// The share of the object a command read, from its report line.
@@ -226,11 +231,8 @@ fn share_read(stderr: &str, url: &str) -> f64 {
 
 #[test]
 fn info_triage_dmesg_and_verify_read_an_object_by_ranges_as_they_read_the_file() {
-    let Some(fixtures) = all_fixtures() else { return };
-    for kind in Kind::SINGLE {
-        let store = Store::start(kind, "reads");
-        let dir = temp_dir(&format!("object-reads-{kind:?}"));
-        for fixture in &fixtures {
+    in_each_store("reads", |store, dir, fixtures| {
+        for fixture in fixtures {
             let key = format!("reads/{}", fixture.name);
             let object = dump_both(&store, fixture, &["-d", "1", "--compress", "zstd"], &key, &dir);
             let url = store.url(&key);
@@ -271,14 +273,12 @@ fn info_triage_dmesg_and_verify_read_an_object_by_ranges_as_they_read_the_file()
             assert!(std::fs::read(&copy).unwrap() == std::fs::read(&object).unwrap(), "vmdump fetch {url}");
             assert_eq!(std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777, 0o600);
         }
-    }
+    });
 }
 
 #[test]
 fn list_groups_the_dumps_of_one_crash_and_tells_kernels_apart() {
-    let Some(fixtures) = all_fixtures() else { return };
-    for kind in Kind::SINGLE {
-        let store = Store::start(kind, "list");
+    in_each_store("list", |store, _dir, fixtures| {
         for (fixture, host) in fixtures.iter().flat_map(|f| [(f, "a"), (f, "b")]) {
             let url = store.url(&format!("fleet/{host}/{}", fixture.name));
             let out =
@@ -292,7 +292,7 @@ fn list_groups_the_dumps_of_one_crash_and_tells_kernels_apart() {
         let dumps: Vec<&serde_json::Value> =
             groups.iter().flat_map(|g| g["dumps"].as_array().unwrap()).collect();
         assert_eq!(dumps.len(), 2 * fixtures.len(), "{groups:?}");
-        for fixture in &fixtures {
+        for fixture in fixtures {
             // Both dumps of one vmcore are in one group, with no dump of another kernel.
             let group = groups
                 .iter()
@@ -327,7 +327,7 @@ fn list_groups_the_dumps_of_one_crash_and_tells_kernels_apart() {
         let text = String::from_utf8_lossy(&text.stdout);
         assert!(text.contains("(2 dumps)") && text.contains("complete"), "{text}");
         eprintln!("{text}");
-    }
+    });
 }
 
 /// The retries the report counts: `Object store    : URL: N requests, R retried, ...`.
@@ -342,10 +342,7 @@ fn retries(stderr: &str) -> u64 {
 
 #[test]
 fn through_a_faulty_proxy_the_dump_completes_page_exact_and_counts_its_retries() {
-    let Some(fixtures) = all_fixtures() else { return };
-    for kind in Kind::SINGLE {
-        let store = Store::start(kind, "faults");
-        let dir = temp_dir(&format!("object-faults-{kind:?}"));
+    in_each_store("faults", |store, dir, fixtures| {
         let fixture = &fixtures[1];
         // Delays shorter than the timeout: a request that times out while the
         // proxy still holds its bytes reaches the store after its retry, and
@@ -378,17 +375,7 @@ fn through_a_faulty_proxy_the_dump_completes_page_exact_and_counts_its_retries()
             let key = format!("faults/{seed}");
             let out = store
                 .command(&proxy.endpoint)
-                .args([
-                    "dump",
-                    "--no-progress",
-                    "--profile",
-                    profile.to_str().unwrap(),
-                    "-d",
-                    "1",
-                    "--compress",
-                    "zstd",
-                ])
-                .args([fixture.elf.to_str().unwrap(), &store.url(&key)])
+                .args(options.iter().chain(&[fixture.elf.to_str().unwrap(), store.url(&key).as_str()]))
                 .output()
                 .unwrap();
             let stderr = String::from_utf8_lossy(&out.stderr);
@@ -412,15 +399,12 @@ fn through_a_faulty_proxy_the_dump_completes_page_exact_and_counts_its_retries()
         let pages = libkdumpfile_compare(&local, &fixture.elf);
         assert!(pages.different == 0, "{}", pages.raw);
         assert_no_open_upload(&store);
-    }
+    });
 }
 
 #[test]
 fn a_store_away_within_the_budget_is_waited_for_and_beyond_it_the_dump_falls_back() {
-    let Some(fixtures) = all_fixtures() else { return };
-    for kind in Kind::SINGLE {
-        let store = Store::start(kind, "outage");
-        let dir = temp_dir(&format!("object-outage-{kind:?}"));
+    in_each_store("outage", |store, dir, fixtures| {
         let fixture = &fixtures[1];
         let local = dir.join("local");
         // A profile of [output] alone: the same codec settings as the runs' profiles.
@@ -504,7 +488,7 @@ fn a_store_away_within_the_budget_is_waited_for_and_beyond_it_the_dump_falls_bac
         eprintln!(
             "store back within the budget: completed; gone: fallback after {seconds:.1} s, error after {seconds_error:.1} s"
         );
-    }
+    });
 }
 
 /// Sends `signal` to the store processes `pids`.
