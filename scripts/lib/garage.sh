@@ -67,30 +67,43 @@ write_store_env() {
 # vmcore: equal bytes back, Garage's start 0.65 s, its build 12.5 min on
 # two cores).
 garage_single_node() {
-    local garage=$1 dir=$2 s3 rpc key secret
+    local garage=$1 dir=$2 s3 key secret
     mkdir -p "$dir" && chmod 700 "$dir"
-    s3=$(free_port) rpc=$(free_port)
-    key=GK$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
-    secret=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
-    (umask 077 && cat > "$dir/garage.toml" <<EOF
-metadata_dir = "$dir/meta"
-data_dir = "$dir/data"
-db_engine = "lmdb"
-replication_factor = 1
-rpc_bind_addr = "127.0.0.1:$rpc"
-rpc_public_addr = "127.0.0.1:$rpc"
-rpc_secret = "$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
-
-[s3_api]
-s3_region = "garage"
-api_bind_addr = "127.0.0.1:$s3"
-EOF
-    )
+    s3=$(free_port)
+    key=GK$(random_hex 12) secret=$(random_hex 32)
+    garage_config "$dir/garage.toml" "$dir" 1 "$(random_hex 32)" "$s3"
     GARAGE_DEFAULT_ACCESS_KEY=$key GARAGE_DEFAULT_SECRET_KEY=$secret GARAGE_DEFAULT_BUCKET=dumps \
         "$garage" -c "$dir/garage.toml" server --single-node --default-bucket > "$dir/server.log" 2>&1 &
     local pid=$!
     await_store garage "$pid" "$dir" "$garage" -c "$dir/garage.toml" bucket info dumps || return 1
     write_store_env "$dir/env" GARAGE_PID "$pid" "http://127.0.0.1:$s3" garage "$key" "$secret"
+}
+
+# N random bytes in hex.
+random_hex() {
+    od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'
+}
+
+# garage_config FILE DIR REPLICATION RPC_SECRET S3_PORT: a node's
+# configuration (0600: it holds the cluster's secret), its metadata and data
+# under DIR, its RPC on a free port of 127.0.0.1.
+garage_config() {
+    local rpc
+    rpc=$(free_port)
+    (umask 077 && cat > "$1" <<EOF
+metadata_dir = "$2/meta"
+data_dir = "$2/data"
+db_engine = "lmdb"
+replication_factor = $3
+rpc_bind_addr = "127.0.0.1:$rpc"
+rpc_public_addr = "127.0.0.1:$rpc"
+rpc_secret = "$4"
+
+[s3_api]
+s3_region = "garage"
+api_bind_addr = "127.0.0.1:$5"
+EOF
+    )
 }
 
 # s3s-fs, the stricter second store (issue 42): it refuses what AWS refuses
@@ -122,8 +135,7 @@ s3s_fs_node() {
     local s3s=$1 dir=$2 port key secret
     mkdir -p "$dir/root/dumps" && chmod 700 "$dir"
     port=$(free_port)
-    key=AK$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
-    secret=$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')
+    key=AK$(random_hex 8) secret=$(random_hex 20)
     "$s3s" --host 127.0.0.1 --port "$port" --access-key "$key" --secret-key "$secret" "$dir/root" \
         > "$dir/server.log" 2>&1 &
     local pid=$!
@@ -139,26 +151,13 @@ s3s_fs_node() {
 garage_cluster() {
     local garage=$1 dir=$2 secret i pids=() ports=() key key_secret
     mkdir -p "$dir" && chmod 700 "$dir"
-    secret=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+    secret=$(random_hex 32)
     for i in 1 2 3; do
-        local s3 rpc
-        s3=$(free_port) rpc=$(free_port)
+        local s3
+        s3=$(free_port)
         ports+=("$s3")
         mkdir -p "$dir/n$i"
-        (umask 077 && cat > "$dir/n$i.toml" <<EOF2
-metadata_dir = "$dir/n$i/meta"
-data_dir = "$dir/n$i/data"
-db_engine = "lmdb"
-replication_factor = 3
-rpc_bind_addr = "127.0.0.1:$rpc"
-rpc_public_addr = "127.0.0.1:$rpc"
-rpc_secret = "$secret"
-
-[s3_api]
-s3_region = "garage"
-api_bind_addr = "127.0.0.1:$s3"
-EOF2
-        )
+        garage_config "$dir/n$i.toml" "$dir/n$i" 3 "$secret" "$s3"
         "$garage" -c "$dir/n$i.toml" server > "$dir/n$i/server.log" 2>&1 &
         pids+=($!)
     done
@@ -176,8 +175,7 @@ EOF2
     done
     "$garage" -c "$dir/n1.toml" layout apply --version 1 > /dev/null || return 1
     await_store "garage cluster" "${pids[0]}" "$dir/n1" "$garage" -c "$dir/n1.toml" bucket create dumps || return 1
-    key=GK$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
-    key_secret=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+    key=GK$(random_hex 12) key_secret=$(random_hex 32)
     "$garage" -c "$dir/n1.toml" key import --yes -n vmdump "$key" "$key_secret" > /dev/null || return 1
     "$garage" -c "$dir/n1.toml" bucket allow dumps --read --write --owner --key "$key" > /dev/null || return 1
     write_store_env "$dir/env" GARAGE_PIDS "${pids[*]}" "http://127.0.0.1:${ports[0]}" garage "$key" "$key_secret"
