@@ -292,6 +292,9 @@ fn list_groups_the_dumps_of_one_crash_and_tells_kernels_apart() {
         let dumps: Vec<&serde_json::Value> =
             groups.iter().flat_map(|g| g["dumps"].as_array().unwrap()).collect();
         assert_eq!(dumps.len(), 2 * fixtures.len(), "{groups:?}");
+        let signatures: std::collections::BTreeSet<&str> =
+            groups.iter().map(|g| g["signature"].as_str().unwrap()).collect();
+        assert_eq!(signatures.len(), groups.len(), "two groups of one signature: {groups:?}");
         for fixture in fixtures {
             // Both dumps of one vmcore are in one group, with no dump of another kernel.
             let group = groups
@@ -311,9 +314,21 @@ fn list_groups_the_dumps_of_one_crash_and_tells_kernels_apart() {
                 "{}: {members:?}",
                 fixture.name
             );
-            let releases: std::collections::BTreeSet<&str> =
-                group["dumps"].as_array().unwrap().iter().map(|d| d["release"].as_str().unwrap()).collect();
-            assert_eq!(releases.len(), 1, "a group mixes kernels: {group}");
+            // Grouped by signature (the innermost frames, whatever the
+            // kernel: one crash on several releases is one group).
+            let signature = |d: &serde_json::Value| {
+                let frames: Vec<&str> =
+                    d["top_frames"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+                if frames.is_empty() { None } else { Some(frames.join(" < ")) }
+            };
+            assert!(
+                group["dumps"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|d| signature(d).is_none_or(|s| s == group["signature"])),
+                "a group holds dumps of other signatures: {group}"
+            );
             assert!(
                 group["dumps"]
                     .as_array()
