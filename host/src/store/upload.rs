@@ -29,6 +29,10 @@ pub const MAX_PARTS: u32 = 10_000;
 /// a retry, and the wait before each (docs/object-storage.md, "Faults").
 const LATE_PART_WAITS: u32 = 5;
 const LATE_PART_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Parts whose upload needed a retry, kept until the completion (the
+/// memory of as many parts): an attempt that timed out can reach the store
+/// late, cut short, and replace the part (below).
+const KEPT_RETRIED_PARTS: usize = 4;
 /// How long the cleanup of a failed dump retries a request: the store that
 /// failed it is likely still away.
 const CLEANUP_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
@@ -121,6 +125,9 @@ pub struct ObjectSink {
     settled: Settled,
     /// Parts uploaded: number and ETag.
     uploaded: BTreeMap<u32, String>,
+    /// The bytes of parts whose upload needed a retry, to send again if
+    /// the completion finds them replaced ([`KEPT_RETRIED_PARTS`] at most).
+    retried: BTreeMap<u32, MmapMut>,
     upload_id: Option<String>,
     /// One past the last byte written: the object's length.
     end: u64,
@@ -145,6 +152,7 @@ impl ObjectSink {
             open: BTreeMap::new(),
             settled: Settled::default(),
             uploaded: BTreeMap::new(),
+            retried: BTreeMap::new(),
             upload_id: None,
             end: 0,
             written: 0,
@@ -193,13 +201,32 @@ impl ObjectSink {
             Some(buffer) => buffer,
             None => part_buffer(len).map_err(|cause| StoreError::Memory { bytes: len, cause })?,
         };
-        let body = &buffer[..len];
         let id = self.upload_id()?;
-        let mut req = self.request("PUT", vec![("partNumber", number.to_string()), ("uploadId", id)], body);
+        let retries = self.store.traffic().retries;
+        let etag = self.send_part(number, &buffer[..len], &id)?;
+        self.uploaded.insert(number, etag);
+        if self.store.traffic().retries > retries && self.retried.len() < KEPT_RETRIED_PARTS {
+            self.retried.insert(number, buffer);
+        }
+        Ok(())
+    }
+
+    /// Sends `body` as part `number` of upload `id`; its ETag.
+    fn send_part(&self, number: u32, body: &[u8], id: &str) -> Result<String, StoreError> {
+        let query = vec![("partNumber", number.to_string()), ("uploadId", id.to_owned())];
+        let mut req = self.request("PUT", query, body);
         req.headers.push(("content-md5", content_md5(body)));
         let response = self.store.send(&req)?;
-        let etag = response.header("etag").unwrap_or_default().to_string();
-        self.uploaded.insert(number, etag);
+        Ok(response.header("etag").unwrap_or_default().to_string())
+    }
+
+    /// Sends again the parts kept because their upload needed a retry.
+    fn resend_retried(&self, id: &str) -> Result<(), StoreError> {
+        for (&number, buffer) in &self.retried {
+            let range = self.plan.range(number);
+            let len = (range.end.min(self.end) - range.start) as usize;
+            self.send_part(number, &buffer[..len], id)?;
+        }
         Ok(())
     }
 
@@ -247,7 +274,7 @@ impl ObjectSink {
             .collect();
         let body = format!("<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>");
         let id = self.upload_id()?;
-        let complete = self.request("POST", vec![("uploadId", id)], body.as_bytes());
+        let complete = self.request("POST", vec![("uploadId", id.clone())], body.as_bytes());
         let mut late = 0;
         let response = loop {
             match self.store.send(&complete) {
@@ -256,10 +283,11 @@ impl ObjectSink {
                     self.upload_id = None;
                     return Ok(());
                 }
-                // An attempt of a part that timed out may still be arriving
-                // (a store that was stopped, a slow path): the same bytes,
-                // which the store takes as the part's newest copy once they
-                // are in. Asked again a little later, the parts match.
+                // An attempt of a part that timed out can reach the store
+                // after its retry (a store that was stopped, a slow path),
+                // cut short, and the store takes it as the part's newest
+                // copy (Garage does, though it fails that request). The
+                // parts that were retried go up again, a little later.
                 Err(StoreError::Refused { code, .. })
                     if code == "InvalidPart"
                         && late < LATE_PART_WAITS
@@ -267,6 +295,7 @@ impl ObjectSink {
                 {
                     late += 1;
                     std::thread::sleep(LATE_PART_WAIT);
+                    self.resend_retried(&id)?;
                 }
                 other => break other?,
             }
