@@ -618,3 +618,45 @@ fn a_three_node_cluster_that_loses_a_node_or_stops_whole_gets_the_dump_or_its_fa
         retries(&stderr)
     );
 }
+
+#[test]
+fn a_signal_mid_upload_leaves_an_object_flagged_incomplete_with_whole_pages() {
+    in_each_store("signal", |store, dir, fixtures| {
+        let fixture = &fixtures[2];
+        let url = store.url("signal/vmcore");
+        let mut child = store
+            .command(store.var("AWS_ENDPOINT_URL"))
+            .args(["dump", "-d", "1", "--compress", "zstd", "--threads", "1"])
+            .args([fixture.elf.to_str().unwrap(), &url])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The signal once the progress says the pages are being copied.
+        use std::io::BufRead;
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut stderr = String::new();
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            stderr += &line;
+            stderr.push('\n');
+            if line.contains("Copying data: ") {
+                break;
+            }
+        }
+        signal("-INT", &[child.id().to_string()]);
+        stderr.extend(lines.map(|l| l.unwrap() + "\n"));
+        let out = child.wait_with_output().unwrap();
+        // As a file: exit 1, and the dump kept, flagged incomplete.
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("the dump is incomplete (interrupted by SIGINT)"), "{stderr}");
+        let info = store.vmdump(["info", &url]);
+        let text = String::from_utf8_lossy(&info.stdout);
+        assert!(info.status.success() && text.contains("incomplete       : yes"), "{text}");
+        let object = dir.join("object");
+        assert!(store.download("signal/vmcore", &object));
+        let pages = libkdumpfile_compare(&object, &fixture.elf);
+        assert!(pages.different == 0 && pages.equal > 0, "{}", pages.raw);
+        assert_no_open_upload(store);
+        eprintln!("{:?}: SIGINT mid-upload: an incomplete object of {} whole pages", store.kind, pages.equal);
+    });
+}
