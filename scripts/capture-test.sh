@@ -154,22 +154,30 @@ make_keys() {
 # Garage node on 127.0.0.1, which the guest reaches at 10.0.2.100:3900
 # through QEMU's user network restricted to that one forward (socat per
 # connection): nothing else is reachable from the guest. Its key goes into
-# the initramfs as the capture kernel's 0600 credentials file.
+# the initramfs as the capture kernel's 0600 credentials file. Beside it,
+# s3s-fs, the store that refuses what AWS refuses, at 10.0.2.101:3900, for
+# one more upload of kdump-utils' line.
 start_store() {
     garage_single_node "$(ensure_garage)" "$work/store"
     store_pid=$(sed -n 's/^GARAGE_PID=//p' "$work/store/env")
     store_port=$(sed -n 's/^AWS_ENDPOINT_URL=.*://p' "$work/store/env")
+    s3s_fs_node "$(ensure_s3s_fs)" "$work/strict"
+    strict_pid=$(sed -n 's/^S3S_FS_PID=//p' "$work/strict/env")
+    strict_port=$(sed -n 's/^AWS_ENDPOINT_URL=.*://p' "$work/strict/env")
 }
 
-# The store's section of the capture kernel's profile ($1; @LINE@ names the
-# command line) and its credentials file ($2, 0600).
+# The section of the capture kernel's profile ($2; @LINE@ names the command
+# line) for the store of env file $1 at $3 (the guest's address), and its
+# credentials file ($4, 0600).
 write_store_profile() {
-    local key secret
-    key=$(sed -n 's/^AWS_ACCESS_KEY_ID=//p' "$work/store/env")
-    secret=$(sed -n 's/^AWS_SECRET_ACCESS_KEY=//p' "$work/store/env")
-    printf '\n[output]\ntarget = "s3://dumps/capture/{release}/@LINE@/vmcore"\nendpoint = "http://10.0.2.100:3900"\nregion = "garage"\nallow_http = true\ncredentials = "/etc/vmdump/s3-credentials"\n' > "$1"
-    (umask 077 && mkdir -p "$(dirname "$2")" &&
-        printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$key" "$secret" > "$2")
+    local key secret region
+    key=$(sed -n 's/^AWS_ACCESS_KEY_ID=//p' "$1")
+    secret=$(sed -n 's/^AWS_SECRET_ACCESS_KEY=//p' "$1")
+    region=$(sed -n 's/^AWS_REGION=//p' "$1")
+    printf '\n[output]\ntarget = "s3://dumps/capture/{release}/@LINE@/vmcore"\nendpoint = "http://%s"\nregion = "%s"\nallow_http = true\ncredentials = "/%s"\n' \
+        "$3" "$region" "${4#"$work/initramfs/"}" > "$2"
+    (umask 077 && mkdir -p "$(dirname "$4")" &&
+        printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$key" "$secret" > "$4")
 }
 
 # The guest's initramfs. The capture kernel boots from the same tree; the
@@ -190,7 +198,8 @@ build_initramfs() {
     done
     install -m 0755 tests/capture/init "$tree/init"
     make_keys "$tree/capture/recipients.toml"
-    write_store_profile "$tree/capture/store.toml" "$tree/etc/vmdump/s3-credentials"
+    write_store_profile "$work/store/env" "$tree/capture/store.toml" 10.0.2.100:3900 "$tree/etc/vmdump/s3-credentials"
+    write_store_profile "$work/strict/env" "$tree/capture/strict.toml" 10.0.2.101:3900 "$tree/etc/vmdump/s3-strict-credentials"
     install -m 0644 tests/capture/workload.sh tests/capture/live.sh tests/capture/capture.sh "$tree/capture/"
     copy_libraries "$tree" "$tree/usr/sbin/vmdump" "$tree"/usr/lib/vmdump/plugins/*.so \
         "$real_makedumpfile" /bin/busybox
@@ -295,7 +304,7 @@ boot_guest_once() {
         -append "$append"
         -drive "file=$data_img,if=virtio,format=raw,snapshot=on"
         -drive "file=$work/out.img,if=virtio,format=raw"
-        -netdev "user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:3900-cmd:socat - TCP:127.0.0.1:$store_port"
+        -netdev "user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:3900-cmd:socat - TCP:127.0.0.1:$store_port,guestfwd=tcp:10.0.2.101:3900-cmd:socat - TCP:127.0.0.1:$strict_port"
         -device virtio-net-pci,netdev=n0)
     echo "${qemu[*]}"
     : > "$log"
@@ -360,13 +369,14 @@ judge() {
     /usr/bin/python3 tests/py/capture_judge.py --vmdump target/release/vmdump \
         --drgn-python "${VMDUMP_DRGN_VENV:-$PWD/target/venv-drgn}/bin/python" \
         --judge "$kind" --cpus "$cpus" --serial "$work/serial.log" --keys "$work/keys" \
-        --store-env "$work/store/env" --other-kernel target/fixtures/vmcore-SK72 \
+        --store-env "$work/store/env" --strict-env "$work/strict/env" --other-kernel target/fixtures/vmcore-SK72 \
         ${summary:+--summary "$summary"} "$out" ||
         verdict=1
 }
 
 cleanup() {
     [[ -n ${store_pid-} ]] && kill "$store_pid" 2> /dev/null
+    [[ -n ${strict_pid-} ]] && kill "$strict_pid" 2> /dev/null
     echo
     printf '%s\n' "${timings[@]}"
     printf '%-10s %4d s\n' total "$SECONDS"

@@ -143,12 +143,16 @@ fi
 # Garage (10.0.2.100:3900, QEMU's one forward); their file gets a manifest.
 ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 || say "no network: $(ip link 2>&1 | tr '\n' ' ')"
 cp /etc/vmdump/vmdump.toml /tmp/profile.orig
-with_target() { cp /tmp/profile.orig /etc/vmdump/vmdump.toml; sed "s/@LINE@/$1/" /capture/store.toml >> /etc/vmdump/vmdump.toml; }
+with_target() { cp /tmp/profile.orig /etc/vmdump/vmdump.toml; sed "s/@LINE@/$1/" "/capture/${2:-store}.toml" >> /etc/vmdump/vmdump.toml; }
 with_target kdump-tools
 run vmdump.s3-kdump-tools "$out/vmdump.s3-kdump-tools.manifest" $mdf -F -c -d 31 $v
 with_target kdump-utils
 run vmdump.s3-kdump-utils "$out/vmdump.s3-kdump-utils.stdout" \
     $mdf -l --message-level 7 -d 31 $v "$out/vmdump.s3-kdump-utils.manifest"
+# The same line to s3s-fs (10.0.2.101:3900), which refuses what AWS refuses.
+with_target kdump-utils strict
+run vmdump.s3-strict "$out/vmdump.s3-strict.stdout" \
+    $mdf -l --message-level 7 -d 31 $v "$out/vmdump.s3-strict.manifest"
 cp /tmp/profile.orig /etc/vmdump/vmdump.toml
 
 # Confidential dumps: the same distribution command lines once the system
