@@ -254,12 +254,19 @@ wait_ready() {
         for (( ; shown < ${#lines[@]}; shown++)); do
             printf '[%3d s] %s\n' $((SECONDS - start)) "${lines[shown]}"
         done
-        if printf '%s\n' "${lines[@]}" | grep -qxE "$prefix: (READY|DONE)"; then
+        # Searched as a here-string, not through a pipe: grep -q leaves at
+        # its first match, and a printf still writing more than a pipe's
+        # buffer then dies of SIGPIPE, which pipefail made a failed search
+        # (a riscv64 guest, whose lines run past 4 KiB, was taken for one
+        # that panicked before its crash).
+        local said
+        said=$(printf '%s\n' "${lines[@]}")
+        if grep -qxE "$prefix: (READY|DONE)" <<< "$said"; then
             boot_seconds=$((SECONDS - start))
             return 0
         fi
-        if printf '%s\n' "${lines[@]}" | grep -q "^$prefix: FAILED" ||
-            { grep -qa 'Kernel panic' <<< "$text" && ! printf '%s\n' "${lines[@]}" | grep -q "^$prefix: crashing"; }; then
+        if grep -q "^$prefix: FAILED" <<< "$said" ||
+            { grep -qa 'Kernel panic' <<< "$text" && ! grep -q "^$prefix: crashing" <<< "$said"; }; then
             tail -n 30 "$log" >&2
             die "the guest failed; the serial log's last lines are above"
         fi
