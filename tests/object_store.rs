@@ -79,7 +79,7 @@ fn fixtures_in_each_store_are_their_local_files_page_exact_with_the_diagnosis_be
     in_each_store("fixtures", |store, dir, fixtures| {
         for fixture in fixtures {
             let key = format!("{}/vmcore", fixture.name);
-            let object = dump_both(&store, fixture, &["-d", "31", "--compress", "zlib"], &key, &dir);
+            let object = dump_both(store, fixture, &["-d", "31", "--compress", "zlib"], &key, dir);
             let pages = libkdumpfile_compare(&object, &fixture.elf);
             assert!(pages.different == 0 && pages.equal > 0, "{}: libkdumpfile: {}", fixture.name, pages.raw);
             let drgn = drgn_compare(&object, &fixture.elf);
@@ -117,7 +117,7 @@ fn fixtures_in_each_store_are_their_local_files_page_exact_with_the_diagnosis_be
                 fixture.name, pages.equal
             );
         }
-        assert_no_open_upload(&store);
+        assert_no_open_upload(store);
     });
 }
 
@@ -239,7 +239,7 @@ fn info_triage_dmesg_and_verify_read_an_object_by_ranges_as_they_read_the_file()
     in_each_store("reads", |store, dir, fixtures| {
         for fixture in fixtures {
             let key = format!("reads/{}", fixture.name);
-            let object = dump_both(&store, fixture, &["-d", "1", "--compress", "zstd"], &key, &dir);
+            let object = dump_both(store, fixture, &["-d", "1", "--compress", "zstd"], &key, dir);
             let url = store.url(&key);
             let size = std::fs::metadata(&object).unwrap().len();
             for command in [&["info"][..], &["triage", "--json"], &["dmesg"], &["verify"]] {
@@ -368,7 +368,7 @@ fn through_a_faulty_proxy_the_dump_completes_page_exact_and_counts_its_retries()
         // proxy still holds its bytes reaches the store after its retry, and
         // Garage then takes that late, cut copy for the part (InvalidPart at
         // the completion; docs/object-storage.md, "Not yet").
-        let profile = profile(&dir, "part_mib = 5\nrequest_timeout_seconds = 5\nretry_seconds = 60");
+        let profile = profile(dir, "part_mib = 5\nrequest_timeout_seconds = 5\nretry_seconds = 60");
         let local = dir.join("local");
         let options = [
             "dump",
@@ -418,7 +418,7 @@ fn through_a_faulty_proxy_the_dump_completes_page_exact_and_counts_its_retries()
         }
         let pages = libkdumpfile_compare(&local, &fixture.elf);
         assert!(pages.different == 0, "{}", pages.raw);
-        assert_no_open_upload(&store);
+        assert_no_open_upload(store);
     });
 }
 
@@ -428,7 +428,7 @@ fn a_store_away_within_the_budget_is_waited_for_and_beyond_it_the_dump_falls_bac
         let fixture = &fixtures[1];
         let local = dir.join("local");
         // A profile of [output] alone: the same codec settings as the runs' profiles.
-        let plain = profile(&dir, "");
+        let plain = profile(dir, "");
         let options =
             ["dump", "--no-progress", "--profile", plain.to_str().unwrap(), "-d", "1", "--compress", "zstd"];
         vmdump_ok([&options[..], &[fixture.elf.to_str().unwrap(), local.to_str().unwrap()]].concat());
@@ -450,7 +450,7 @@ fn a_store_away_within_the_budget_is_waited_for_and_beyond_it_the_dump_falls_bac
                     "dump",
                     "--no-progress",
                     "--profile",
-                    profile(&dir, output).to_str().unwrap(),
+                    profile(dir, output).to_str().unwrap(),
                     "-d",
                     "1",
                     "--compress",
