@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine as _;
 use md5::{Digest, Md5};
@@ -193,10 +194,15 @@ impl ObjectSink {
         Ok(id)
     }
 
+    /// The bytes of part `number` up to the object's end.
+    fn part_len(&self, number: u32) -> usize {
+        let range = self.plan.range(number);
+        (range.end.min(self.end) - range.start) as usize
+    }
+
     /// Uploads part `number` (its bytes up to the object's end).
     fn upload_part(&mut self, number: u32) -> Result<(), StoreError> {
-        let range = self.plan.range(number);
-        let len = (range.end.min(self.end) - range.start) as usize;
+        let len = self.part_len(number);
         let buffer = match self.open.remove(&number) {
             Some(buffer) => buffer,
             None => part_buffer(len).map_err(|cause| StoreError::Memory { bytes: len, cause })?,
@@ -223,9 +229,7 @@ impl ObjectSink {
     /// Sends again the parts kept because their upload needed a retry.
     fn resend_retried(&self, id: &str) -> Result<(), StoreError> {
         for (&number, buffer) in &self.retried {
-            let range = self.plan.range(number);
-            let len = (range.end.min(self.end) - range.start) as usize;
-            self.send_part(number, &buffer[..len], id)?;
+            self.send_part(number, &buffer[..self.part_len(number)], id)?;
         }
         Ok(())
     }
@@ -458,20 +462,20 @@ impl Sink for ObjectSink {
 /// (0 until known).
 pub struct ObjectStream<'a> {
     object: &'a mut ObjectSink,
-    size_hint: Arc<std::sync::atomic::AtomicU64>,
+    size_hint: Arc<AtomicU64>,
     hinted: u64,
 }
 
 impl<'a> ObjectStream<'a> {
     /// Appends to `object`, which has nothing written yet.
-    pub fn new(object: &'a mut ObjectSink, size_hint: Arc<std::sync::atomic::AtomicU64>) -> Self {
+    pub fn new(object: &'a mut ObjectSink, size_hint: Arc<AtomicU64>) -> Self {
         Self { object, size_hint, hinted: 0 }
     }
 }
 
 impl io::Write for ObjectStream<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let hint = self.size_hint.load(std::sync::atomic::Ordering::Relaxed);
+        let hint = self.size_hint.load(Ordering::Relaxed);
         if hint != self.hinted {
             self.object.expect_at_most(hint);
             self.hinted = hint;
